@@ -4,7 +4,7 @@ import keras
 
 from albert_tf.encoder import AlbertEncoder, as_config
 from albert_tf.masked_lm_head import AlbertMaskedLMHead
-from albert_tf.sentence_order_head import SentenceOrderHead
+from albert_tf.classification_head import ClassificationHead
 
 
 class AlbertPretrainer(keras.Model):
@@ -32,7 +32,7 @@ class AlbertPretrainer(keras.Model):
         self.masked_lm_head = AlbertMaskedLMHead(
             vocab_size=config.vocab_size, embedding_size=config.embedding_size, hidden_act=config.hidden_act,
             initializer_range=config.initializer_range, name="predictions", dtype=self.dtype_policy)
-        self.sentence_order_head = SentenceOrderHead(
+        self.sentence_order_head = ClassificationHead(
             hidden_size=config.hidden_size, initializer_range=config.initializer_range,
             name="seq_relationship", dtype=self.dtype_policy)
         self.build()

@@ -11,7 +11,7 @@ from albert_tf.attention import AlbertAttention
 from albert_tf.embeddings import AlbertEmbeddings
 from albert_tf.feed_forward import AlbertFeedForward
 from albert_tf.masked_lm_head import AlbertMaskedLMHead
-from albert_tf.sentence_order_head import SentenceOrderHead
+from albert_tf.classification_head import ClassificationHead
 from albert_tf.tf1_names import encoder_variable_map, pretrainer_variable_map
 from tests import numpy_albert
 
@@ -231,7 +231,7 @@ def test_dropout_only_in_training():
                     hidden_dropout_prob=0.2, initializer_range=0.05),
     AlbertFeedForward(hidden_size=8, intermediate_size=16, hidden_act="relu", hidden_dropout_prob=0.1),
     AlbertMaskedLMHead(vocab_size=10, embedding_size=4, hidden_act="tanh"),
-    SentenceOrderHead(hidden_size=8, num_classes=3),
+    ClassificationHead(hidden_size=8, num_classes=3),
 ], ids=lambda layer: type(layer).__name__)
 def test_layer_config_round_trip(layer):
     config = layer.get_config()

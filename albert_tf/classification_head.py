@@ -1,16 +1,18 @@
-"""SentenceOrderHead: the original's `cls/seq_relationship` 2-way classifier on pooled_output."""
+"""ClassificationHead: logits = pooled · output_weightsᵀ + output_bias, the original's head layout."""
 
 import keras
 import tensorflow as tf
 
 
-class SentenceOrderHead(keras.layers.Layer):
-    """logits = pooled · output_weightsᵀ + output_bias, with output_weights stored [2, H] as in TF1.
+class ClassificationHead(keras.layers.Layer):
+    """logits = pooled · output_weightsᵀ + output_bias, output_weights stored [num_classes, H] as in TF1.
 
-    The same head serves SOP (ALBERT) and NSP (BERT); only the data's labels differ.
+    The original uses this layout for SOP/NSP (`cls/seq_relationship`, 2 classes), the GLUE
+    classifier (`output_weights` [num_labels, H]; one output for STS-B regression) and RACE
+    (`output_weights` [1, H], one score per choice). Logits come back in float32.
 
     Example:
-    >>> head = SentenceOrderHead(hidden_size=32)
+    >>> head = ClassificationHead(hidden_size=32)
     >>> head(tf.zeros([4, 32])).shape
     TensorShape([4, 2])
     """
