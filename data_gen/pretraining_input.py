@@ -154,6 +154,28 @@ def make_pretraining_eval_dataset(input_pattern: Union[str, Sequence[str]], *, b
                                     input_context=input_context, num_epochs=1, drop_remainder=drop_remainder)
 
 
+def pretraining_dataset_fn(input_pattern: Union[str, Sequence[str]], *, max_seq_length: int,
+                           max_predictions_per_seq: int, is_training: bool, seed: Optional[int] = None):
+    """The Trainer's `dataset_fn(input_context, batch_size, skip_batches)` over these records.
+
+    `skip_batches` lets a resumed run continue after the batches it already consumed; with a seed the
+    order is the same on every run, so the resumed run sees exactly the data an uninterrupted one would.
+
+    Example:
+    >>> dataset_fn = pretraining_dataset_fn("/tmp/pretrain/train-*", max_seq_length=128,
+    ...                                     max_predictions_per_seq=20, is_training=True, seed=1)  # doctest: +SKIP
+    >>> next(iter(dataset_fn(None, 8, 0)))["input_word_ids"].shape  # doctest: +SKIP
+    TensorShape([8, 128])
+    """
+    def dataset_fn(input_context, batch_size, skip_batches):
+        dataset = make_pretraining_dataset(input_pattern, batch_size=batch_size, max_seq_length=max_seq_length,
+                                           max_predictions_per_seq=max_predictions_per_seq,
+                                           is_training=is_training, input_context=input_context, seed=seed)
+        return dataset.skip(skip_batches) if skip_batches else dataset
+
+    return dataset_fn
+
+
 def validate_first_record(files: Sequence[str], max_seq_length: int, max_predictions_per_seq: int) -> None:
     """Checks the first record of the first non-empty file: every feature present, of its dtype and length.
 
