@@ -1,0 +1,205 @@
+"""AlbertTokenizer: the original's normalisation, digit-comma rule, special ids, and WordPiece mode."""
+import os
+import pickle
+import random
+
+import pytest
+import sentencepiece as spm
+
+from albert_tf.tokenization import AlbertTokenizer, encode_pieces, preprocess_text
+from data_gen import build_vocab
+from tests.fixtures import make_spm_model
+
+
+@pytest.fixture(scope="module")
+def spm_model_file(tmp_path_factory):
+    return make_spm_model(str(tmp_path_factory.mktemp("spm")), vocab_size=120)
+
+
+@pytest.fixture(scope="module")
+def digit_comma_model_file(tmp_path_factory):
+    """A model that learned "▁1990," and "1990," as single pieces, so the digit-comma rule has work to do."""
+    directory = tmp_path_factory.mktemp("digits")
+    rng = random.Random(0)
+    words = "the year was when people met in city and over million dollars".split()
+    corpus = os.path.join(directory, "numbers.txt")
+    with open(corpus, "w", encoding="utf-8") as handle:
+        for _ in range(3000):
+            parts = []
+            for _ in range(8):
+                draw = rng.random()
+                parts.append("1990," if draw < 0.2 else "1,000,000" if draw < 0.3 else "x1990," if draw < 0.35
+                             else rng.choice(words))
+            handle.write(" ".join(parts) + "\n")
+    return build_vocab.train_sentencepiece([corpus], os.path.join(directory, "numbers"), vocab_size=51)
+
+
+def test_preprocess_text_strips_accents_collapses_whitespace_and_lowercases():
+    assert preprocess_text("  Café\t\tNAÏVE \n résumé  ") == "cafe naive resume"
+    assert preprocess_text("Café  NAÏVE", lower=False) == "Cafe NAIVE"
+    # NFKD folds compatibility characters: the "ﬁ" ligature, full-width letters, superscripts.
+    assert preprocess_text("ﬁne ＡＢＣ x²") == "fine abc x2"
+    # Unicode whitespace (no-break space, ideographic space) collapses like ASCII whitespace.
+    assert preprocess_text("a\u00a0\u00a0b\u3000c") == "a b c"
+
+
+def test_preprocess_text_keeps_quotes_as_the_original_does():
+    # Hugging Face turns `` and '' into "; the original ALBERT does not, nor does it touch curly quotes.
+    assert preprocess_text("``Hi'' “curly”") == "``hi'' “curly”"
+
+
+def test_special_ids_and_vocab_size(spm_model_file):
+    tokenizer = AlbertTokenizer(spm_model_file=spm_model_file)
+    assert (tokenizer.pad_id, tokenizer.unk_id, tokenizer.cls_id, tokenizer.sep_id, tokenizer.mask_id) == (0, 1, 2, 3, 4)
+    assert tokenizer.vocab_size == 120
+    tokenizer.check_special_ids()
+    assert tokenizer.convert_ids_to_tokens([0, 1, 2, 3, 4]) == ["<pad>", "<unk>", "[CLS]", "[SEP]", "[MASK]"]
+
+
+@pytest.mark.parametrize("text", [
+    "Café naïve RÉSUMÉ",                       # accents and mixed case
+    "The   model\tlearns\n\nweights  ",        # whitespace runs, tabs, newlines
+    "中文 字符 and the model",                  # CJK (unknown pieces)
+    "emoji 🙂 in the text 😀",                  # emoji (unknown pieces)
+    "1990 2001 3.5 million",                   # digits without a trailing comma
+])
+def test_ids_agree_with_raw_sentencepiece_where_no_rule_intervenes(spm_model_file, text):
+    tokenizer = AlbertTokenizer(spm_model_file=spm_model_file)
+    sp_model = spm.SentencePieceProcessor(model_file=spm_model_file)
+    normalized = preprocess_text(text)
+    assert tokenizer.tokenize(text) == sp_model.encode(normalized, out_type=str)
+    assert tokenizer.encode(text) == sp_model.encode(normalized)
+
+
+def test_unknown_characters_map_to_unk(spm_model_file):
+    tokenizer = AlbertTokenizer(spm_model_file=spm_model_file)
+    ids = tokenizer.encode("the 🙂 model")
+    assert tokenizer.unk_id in ids
+    assert ids.count(tokenizer.unk_id) == 1
+
+
+def test_do_lower_case_false_keeps_case(spm_model_file):
+    cased = AlbertTokenizer(spm_model_file=spm_model_file, do_lower_case=False)
+    sp_model = spm.SentencePieceProcessor(model_file=spm_model_file)
+    assert cased.normalize("The Model") == "The Model"
+    assert cased.encode("The Model") == sp_model.encode("The Model")
+    assert cased.encode("The Model") != AlbertTokenizer(spm_model_file=spm_model_file).encode("The Model")
+
+
+def test_digit_comma_piece_is_split_and_reencoded(digit_comma_model_file):
+    tokenizer = AlbertTokenizer(spm_model_file=digit_comma_model_file)
+    sp_model = spm.SentencePieceProcessor(model_file=digit_comma_model_file)
+    # The model itself keeps the comma glued to the year.
+    assert sp_model.encode("in 1990, the", out_type=str) == ["▁in", "▁1990,", "▁the"]
+    # "▁1990," -> the pieces of "1990" (the word start kept) and ",".
+    assert tokenizer.tokenize("in 1990, the") == ["▁in"] + sp_model.encode("1990", out_type=str) + [",", "▁the"]
+    assert tokenizer.tokenize("in 1990, the") == ["▁in", "▁", "1", "9", "9", "0", ",", "▁the"]
+    assert tokenizer.encode("in 1990, the") == sp_model.piece_to_id(["▁in", "▁", "1", "9", "9", "0", ",", "▁the"])
+
+
+def test_digit_comma_inside_a_word_gets_no_new_word_start(digit_comma_model_file):
+    tokenizer = AlbertTokenizer(spm_model_file=digit_comma_model_file)
+    sp_model = spm.SentencePieceProcessor(model_file=digit_comma_model_file)
+    assert sp_model.encode("x1990,", out_type=str) == ["▁", "x", "1990,"]
+    # Re-encoding "1990" adds a lone "▁"; the piece did not start a word, so it is dropped again.
+    assert encode_pieces(sp_model, "x1990,") == ["▁", "x", "1", "9", "9", "0", ","]
+
+
+def test_commas_between_digit_groups_are_untouched_when_the_piece_ends_in_a_digit(digit_comma_model_file):
+    tokenizer = AlbertTokenizer(spm_model_file=digit_comma_model_file)
+    assert tokenizer.tokenize("1,000,000 people") == ["▁1,000,000", "▁people"]
+
+
+def test_decode_inverts_encode_on_normalized_text(spm_model_file):
+    tokenizer = AlbertTokenizer(spm_model_file=spm_model_file)
+    text = "The  Model learns   WEIGHTS"
+    ids = tokenizer.encode(text)
+    assert tokenizer.decode(ids) == "the model learns weights"
+    assert tokenizer.decode([tokenizer.cls_id] + ids + [tokenizer.sep_id]) == "the model learns weights"
+    with pytest.raises(ValueError, match="outside the vocabulary"):
+        tokenizer.decode([120])
+
+
+def test_config_round_trip_and_pickle(spm_model_file):
+    tokenizer = AlbertTokenizer(spm_model_file=spm_model_file, do_lower_case=False)
+    assert AlbertTokenizer.from_config(tokenizer.get_config()).get_config() == tokenizer.get_config()
+    restored = pickle.loads(pickle.dumps(tokenizer))
+    assert restored.encode("The Model") == tokenizer.encode("The Model")
+
+
+def test_model_with_other_special_ids_is_rejected_naming_the_id(tmp_path):
+    corpus = tmp_path / "corpus.txt"
+    corpus.write_text("the model learns shared weights\n" * 200, encoding="utf-8")
+    # spm_train defaults: <unk>=0, <s>=1, </s>=2, no <pad>, no [CLS].
+    spm.SentencePieceTrainer.train(input=str(corpus), model_prefix=str(tmp_path / "default"), vocab_size=20,
+                                   minloglevel=2)
+    tokenizer = AlbertTokenizer(spm_model_file=str(tmp_path / "default.model"))
+    assert tokenizer.unk_id == 0 and tokenizer.cls_id is None
+    assert tokenizer.encode("the model") == spm.SentencePieceProcessor(
+        model_file=str(tmp_path / "default.model")).encode("the model")
+    with pytest.raises(ValueError, match=r"does not contain it, but <pad> must have id 0"):
+        tokenizer.check_special_ids()
+
+
+def test_constructor_errors(spm_model_file, tmp_path):
+    with pytest.raises(ValueError, match="exactly one of"):
+        AlbertTokenizer()
+    with pytest.raises(ValueError, match="exactly one of"):
+        AlbertTokenizer(spm_model_file=spm_model_file, vocab_file=spm_model_file)
+    with pytest.raises(FileNotFoundError, match="missing.model"):
+        AlbertTokenizer(spm_model_file=str(tmp_path / "missing.model"))
+    not_a_model = tmp_path / "not_a.model"
+    not_a_model.write_bytes(b"plain text")
+    with pytest.raises(ValueError, match="not a SentencePiece model"):
+        AlbertTokenizer(spm_model_file=str(not_a_model))
+
+
+# WordPiece mode (the released Chinese models' vocab_chinese.txt).
+
+_WORDPIECE_TOKENS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "want", "##want", "##ed", "wa", "un", "runn",
+                     "##ing", ",", "!", "?", "hello", "how", "are", "you", "ah", "zz", "\u535a", "\u63a8", "cafe",
+                     "want"]
+
+
+@pytest.fixture
+def wordpiece_vocab_file(tmp_path):
+    path = tmp_path / "vocab.txt"
+    path.write_text("".join(token + "\n" for token in _WORDPIECE_TOKENS), encoding="utf-8")
+    return str(path)
+
+
+def test_wordpiece_greedy_longest_match(wordpiece_vocab_file):
+    tokenizer = AlbertTokenizer(vocab_file=wordpiece_vocab_file)
+    tokens = tokenizer.tokenize("UNwant\u00e9d,running")
+    assert tokens == ["un", "##want", "##ed", ",", "runn", "##ing"]
+    assert tokenizer.convert_tokens_to_ids(tokens) == [9, 6, 7, 12, 10, 11]
+    assert tokenizer.tokenize("unwantedX running") == ["[UNK]", "runn", "##ing"]
+    assert tokenizer.tokenize("a" * 201) == ["[UNK]"]
+
+
+def test_wordpiece_repeated_vocabulary_token_keeps_its_first_id(wordpiece_vocab_file):
+    tokenizer = AlbertTokenizer(vocab_file=wordpiece_vocab_file)
+    assert tokenizer.vocab_size == len(_WORDPIECE_TOKENS) - 1
+    assert tokenizer.convert_tokens_to_ids(["want"]) == [5]
+
+
+def test_wordpiece_cjk_punctuation_whitespace_and_case(wordpiece_vocab_file):
+    lower = AlbertTokenizer(vocab_file=wordpiece_vocab_file)
+    assert lower.tokenize("ah\u535a\u63a8zz") == ["ah", "\u535a", "\u63a8", "zz"]
+    assert lower.tokenize(" \tHeLLo!how  \n Are yoU?  ") == ["hello", "!", "how", "are", "you", "?"]
+    assert lower.tokenize("Caf\u00e9\u0000\u200b") == ["cafe"]  # NUL and a format character are dropped
+    assert lower.tokenize("hello \U0001F642") == ["hello", "[UNK]"]
+    cased = AlbertTokenizer(vocab_file=wordpiece_vocab_file, do_lower_case=False)
+    assert cased.tokenize("HeLLo hello") == ["[UNK]", "hello"]
+
+
+def test_wordpiece_special_ids_decode_and_checks(wordpiece_vocab_file, tmp_path):
+    tokenizer = AlbertTokenizer(vocab_file=wordpiece_vocab_file)
+    assert (tokenizer.pad_id, tokenizer.unk_id, tokenizer.cls_id, tokenizer.sep_id, tokenizer.mask_id) == (0, 1, 2, 3, 4)
+    tokenizer.check_special_ids()
+    ids = [tokenizer.cls_id] + tokenizer.encode("unwanted running, ah") + [tokenizer.sep_id, tokenizer.pad_id]
+    assert tokenizer.decode(ids) == "unwanted running , ah"
+    no_mask = tmp_path / "no_mask.txt"
+    no_mask.write_text("[UNK]\n[CLS]\n[SEP]\nhello\n", encoding="utf-8")
+    with pytest.raises(ValueError, match=r"no \[MASK\] token"):
+        AlbertTokenizer(vocab_file=str(no_mask)).check_special_ids()
