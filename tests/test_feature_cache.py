@@ -1,0 +1,98 @@
+"""data_gen.feature_cache: keys that change with every input that shapes features, atomic writes, round trips."""
+import os
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from albert_tf.tokenization import AlbertTokenizer
+from data_gen import feature_cache
+from tests import fixtures
+
+
+def _spec(seq_length):
+    return {"input_word_ids": tf.TensorSpec([seq_length], tf.int32), "choices": tf.TensorSpec([2, 3], tf.int32),
+            "label_ids": tf.TensorSpec([], tf.float32)}
+
+
+def _features(seq_length, calls):
+    def make():
+        calls.append(seq_length)
+        for index in range(5):
+            yield {"input_word_ids": np.arange(seq_length) + index, "choices": np.full([2, 3], index),
+                   "label_ids": index / 2}
+
+    return make
+
+
+def _key(data_file, tokenizer, seq_length):
+    return feature_cache.cache_key("toy", feature_cache.files_fingerprint([data_file]), tokenizer,
+                                   {"max_seq_length": seq_length})
+
+
+@pytest.fixture(scope="module")
+def tokenizer(tmp_path_factory):
+    return AlbertTokenizer(spm_model_file=fixtures.make_spm_model(str(tmp_path_factory.mktemp("spm"))))
+
+
+def test_round_trip_keeps_values_shapes_and_dtypes(tmp_path):
+    features = feature_cache.load_or_build(str(tmp_path), "toy_train", "k" * 64, _spec(4), _features(4, []))
+    rows = list(features.dataset().as_numpy_iterator())
+    assert features.num_examples == 5 and len(rows) == 5
+    assert rows[3]["input_word_ids"].tolist() == [3, 4, 5, 6] and rows[3]["input_word_ids"].dtype == np.int32
+    assert rows[3]["choices"].tolist() == [[3, 3, 3], [3, 3, 3]]
+    assert rows[3]["label_ids"] == pytest.approx(1.5) and rows[3]["label_ids"].dtype == np.float32
+
+
+def test_same_inputs_reuse_and_changed_inputs_rebuild(tmp_path, tokenizer):
+    data_file = tmp_path / "train.tsv"
+    data_file.write_text("a\tb\n")
+    calls = []
+    first = feature_cache.load_or_build(str(tmp_path), "toy_train", _key(str(data_file), tokenizer, 8), _spec(8),
+                                        _features(8, calls))
+    again = feature_cache.load_or_build(str(tmp_path), "toy_train", _key(str(data_file), tokenizer, 8), _spec(8),
+                                        _features(8, calls))
+    assert calls == [8] and again.path == first.path
+
+    longer = feature_cache.load_or_build(str(tmp_path), "toy_train", _key(str(data_file), tokenizer, 16),
+                                         _spec(16), _features(16, calls))
+    assert calls == [8, 16] and longer.path != first.path
+    assert next(longer.dataset().as_numpy_iterator())["input_word_ids"].shape == (16,)
+
+    data_file.write_text("a\tc\n")  # Same name, new content.
+    feature_cache.load_or_build(str(tmp_path), "toy_train", _key(str(data_file), tokenizer, 8), _spec(8),
+                                _features(8, calls))
+    assert calls == [8, 16, 8]
+
+
+def test_key_depends_on_tokenizer_casing_and_params(tmp_path, tokenizer):
+    data_file = tmp_path / "train.tsv"
+    data_file.write_text("x\n")
+    cased = AlbertTokenizer(spm_model_file=tokenizer.spm_model_file, do_lower_case=False)
+    keys = {_key(str(data_file), tokenizer, 8), _key(str(data_file), cased, 8), _key(str(data_file), None, 8),
+            feature_cache.cache_key("toy", "x", tokenizer, {"max_seq_length": 8, "doc_stride": 128}),
+            feature_cache.cache_key("toy", "x", tokenizer, {"max_seq_length": 8, "doc_stride": 64})}
+    assert len(keys) == 5
+
+
+def test_fingerprints_follow_content():
+    assert feature_cache.records_fingerprint([{"a": 1}]) == feature_cache.records_fingerprint([{"a": 1}])
+    assert feature_cache.records_fingerprint([{"a": 1}]) != feature_cache.records_fingerprint([{"a": 2}])
+
+
+def test_failed_build_leaves_no_cache(tmp_path):
+    def broken():
+        yield {"input_word_ids": np.zeros(4), "choices": np.zeros([2, 3]), "label_ids": 0.0}
+        raise RuntimeError("tokenizer crashed")
+
+    with pytest.raises(RuntimeError, match="tokenizer crashed"):
+        feature_cache.load_or_build(str(tmp_path), "toy_train", "k" * 64, _spec(4), broken)
+    assert os.listdir(tmp_path) == []
+
+
+def test_bad_feature_shape_is_named(tmp_path):
+    def wrong():
+        yield {"input_word_ids": np.zeros(3), "choices": np.zeros([2, 3]), "label_ids": 0.0}
+
+    with pytest.raises(ValueError, match=r"'input_word_ids' of example 0 has shape \(3,\).*\(4,\)"):
+        feature_cache.load_or_build(str(tmp_path), "toy_train", "k" * 64, _spec(4), wrong)
