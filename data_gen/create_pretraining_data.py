@@ -1,0 +1,751 @@
+"""Raw text -> ALBERT pretraining TFRecords (masked-LM + sentence-order instances), streamed and parallel.
+
+Instances follow google-research/albert create_pretraining_data.py exactly (see `data_gen/_instances.py`);
+what differs is how the corpus is walked, so that memory stays bounded and output is reproducible:
+
+- Blocks instead of one corpus. The original reads every document into memory, shuffles them, draws the
+  random B segment from the whole corpus and shuffles all instances before writing them round robin. Here
+  the input is cut, in order, into blocks of whole documents of about `block_bytes` of text (default 1 MiB,
+  smaller when needed so that every shard gets a block). A block is the original's corpus in miniature:
+  its documents are shuffled, `dupe_factor` passes make instances, B comes from a random document of the
+  same block, and its instances are shuffled. Only a few blocks are in memory at a time.
+- Shards. Block b goes to output shard b % num_shards (round robin, so each shard samples the whole
+  corpus). A shard is its blocks' records in block order, and a block depends only on (random_seed, block
+  index, its documents): the same seed gives byte-identical shards whatever `num_workers` is.
+- Resumable. Shards are written one after another (blocks in parallel over `num_workers` processes) to a
+  hidden temporary name and renamed when complete; a rerun with the same settings skips existing shards.
+  The settings and per-shard counts are kept in a JSON summary (by default OUTPUT.summary.json).
+- Input formats: the original's text (one sentence per line, a blank line between documents; the end of
+  a file also ends a document), JSON lines (a document per line, its text field split into sentences at
+  line breaks) and a prepared tensorflow-datasets text dataset, spooled once to local JSON lines.
+- Undecodable bytes are replaced by U+FFFD and counted; the original failed on them.
+"""
+
+import collections
+import contextlib
+import dataclasses
+import hashlib
+import itertools
+import json
+import logging
+import math
+import multiprocessing
+import os
+import random
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from typing import Dict, Iterable, Iterator, List, Optional, Sequence, Tuple, Union
+
+from albert_tf.tokenization import AlbertTokenizer
+from data_gen import build_vocab
+from data_gen._instances import (FEATURE_NAMES, InstanceOptions, SpecialIds, TrainingInstance,
+                                 create_instances_from_document, create_masked_lm_predictions,
+                                 instance_to_example_bytes, is_start_piece_sentencepiece, is_start_piece_wordpiece,
+                                 pack_token, truncate_seq_pair)
+
+__all__ = ["FEATURE_NAMES", "INPUT_FORMATS", "InstanceOptions", "SpecialIds", "TrainingInstance",
+           "create_instances_from_document", "create_masked_lm_predictions", "create_pretraining_data",
+           "instance_to_example_bytes", "measure_throughput", "output_shard_paths", "pack_token",
+           "summary_path_for", "truncate_seq_pair", "write_synthetic_corpus"]
+
+INPUT_FORMATS = ("text", "jsonl", "tfds")
+DEFAULT_BLOCK_BYTES = 1 << 20
+_SHARD_SUFFIX = "-%05d-of-%05d"
+_SPOOL_PART_BYTES = 256 << 20
+_PROGRESS_SECONDS = 10.0
+_LABEL_MEANING = "next_sentence_labels: 0 = segments in order, 1 = swapped (SOP) or random B (NSP)"
+
+
+# Output names.
+
+def output_shard_paths(output_file: str, num_output_shards: Optional[int] = None) -> List[str]:
+    """The output paths: the original's comma list, or PATH-00000-of-0000N names for `num_output_shards`.
+
+    Example:
+    >>> output_shard_paths("out/train.tfrecord", 2)
+    ['out/train.tfrecord-00000-of-00002', 'out/train.tfrecord-00001-of-00002']
+    >>> output_shard_paths("a.tfrecord,b.tfrecord")
+    ['a.tfrecord', 'b.tfrecord']
+    """
+    paths = [path.strip() for path in output_file.split(",") if path.strip()]
+    if not paths:
+        raise ValueError(f"--output_file={output_file!r} names no output file.")
+    if num_output_shards is None:
+        if len(set(paths)) != len(paths):
+            raise ValueError(f"--output_file={output_file!r} names a file twice.")
+        return paths
+    if num_output_shards < 1:
+        raise ValueError(f"--num_output_shards={num_output_shards} is invalid: it must be an integer >= 1.")
+    if len(paths) != 1:
+        raise ValueError(f"--num_output_shards={num_output_shards} needs one --output_file path to number, "
+                         f"got the list {output_file!r}.")
+    return [paths[0] + _SHARD_SUFFIX % (index, num_output_shards) for index in range(num_output_shards)]
+
+
+def summary_path_for(output_files: Sequence[str]) -> str:
+    """Default summary path: the shard base name (or the first output) + ".summary.json".
+
+    Example:
+    >>> summary_path_for(["out/train.tfrecord-00000-of-00002", "out/train.tfrecord-00001-of-00002"])
+    'out/train.tfrecord.summary.json'
+    """
+    first = output_files[0]
+    suffix = _SHARD_SUFFIX % (0, len(output_files))
+    base = first[:-len(suffix)] if first.endswith(suffix) else first
+    return base + ".summary.json"
+
+
+def _incomplete_path(path: str) -> str:
+    # Hidden, so that globs over the shard names never pick up a half-written shard.
+    directory, name = os.path.split(path)
+    return os.path.join(directory, f".{name}.incomplete")
+
+
+# Blocks: whole documents cut from the input in order.
+
+@dataclasses.dataclass(frozen=True)
+class _Segment:
+    path: str
+    start: int
+    end: int
+    first_line: int
+
+
+@dataclasses.dataclass(frozen=True)
+class _Block:
+    index: int
+    segments: Tuple[_Segment, ...]
+
+    @property
+    def num_bytes(self) -> int:
+        return sum(segment.end - segment.start for segment in self.segments)
+
+
+def _plan_blocks(input_files: Sequence[str], input_format: str, block_bytes: int, num_shards: int) -> List[_Block]:
+    """Blocks of about `block_bytes` of text; smaller blocks when needed to give every shard at least one."""
+    total_bytes = sum(os.path.getsize(path) for path in input_files)
+    budget = max(1, min(block_bytes, math.ceil(total_bytes / num_shards)))
+    while True:
+        blocks = _scan_blocks(input_files, input_format, budget)
+        if len(blocks) >= num_shards or budget == 1:
+            return blocks
+        budget = max(1, budget // 2)
+
+
+def _scan_blocks(input_files: Sequence[str], input_format: str, budget: int) -> List[_Block]:
+    """One pass over the bytes: a block closes at the first document boundary after `budget` bytes.
+
+    A document boundary is a line with only ASCII whitespace (text) or any line end (JSON lines); the
+    end of a file ends a document too. Readers apply the exact blank-line test later, which only ever
+    finds more boundaries inside a block, never fewer.
+    """
+    blocks: List[_Block] = []
+    segments: List[_Segment] = []
+    block_size = 0
+    block_has_document = False
+    for path in input_files:
+        segment_start, segment_line, offset, line_number = 0, 1, 0, 0
+        file_documents = 0
+        in_document = False
+        with open(path, "rb") as handle:
+            for line in handle:
+                offset += len(line)
+                line_number += 1
+                block_size += len(line)
+                blank = not line.strip()
+                if input_format == "text":
+                    if not blank:
+                        in_document = block_has_document = True
+                        continue
+                    if in_document:
+                        file_documents += 1
+                        in_document = False
+                elif not blank:
+                    file_documents += 1
+                    block_has_document = True
+                if block_has_document and block_size >= budget:
+                    segments.append(_Segment(path, segment_start, offset, segment_line))
+                    blocks.append(_Block(len(blocks), tuple(segments)))
+                    segments, block_size, block_has_document = [], 0, False
+                    segment_start, segment_line = offset, line_number + 1
+        if in_document:
+            file_documents += 1
+        if file_documents == 0:
+            raise ValueError(f"Input file {path!r} holds no documents: it is empty or blank.")
+        if offset > segment_start:
+            segments.append(_Segment(path, segment_start, offset, segment_line))
+    if segments and block_has_document:
+        blocks.append(_Block(len(blocks), tuple(segments)))
+    elif segments and blocks:
+        blocks[-1] = _Block(blocks[-1].index, blocks[-1].segments + tuple(segments))
+    return blocks
+
+
+# Reading a block into tokenized documents (runs in the workers).
+
+@dataclasses.dataclass
+class _BlockReader:
+    tokenizer: AlbertTokenizer
+    input_format: str
+    json_text_field: str
+    start_piece_cache: Dict[str, bool] = dataclasses.field(default_factory=dict)
+
+    def read(self, block: _Block, stats: collections.Counter) -> List[List[List[int]]]:
+        documents: List[List[List[int]]] = []
+        for segment in block.segments:
+            with open(segment.path, "rb") as handle:
+                handle.seek(segment.start)
+                data = handle.read(segment.end - segment.start)
+            if self.input_format == "text":
+                self._read_text(data, documents, stats)
+            else:
+                self._read_json_lines(data, segment, documents, stats)
+        stats["documents"] += len(documents)
+        return documents
+
+    def _read_text(self, data: bytes, documents: list, stats: collections.Counter) -> None:
+        # Universal newlines, as the original's text-mode reader: "\r\n", "\r" and "\n" all end a line.
+        document: List[List[int]] = []
+        for raw_line in _split_lines(data.replace(b"\r\n", b"\n").replace(b"\r", b"\n")):
+            sentence = self.tokenizer.normalize(_decode(raw_line, stats))
+            if not sentence:
+                if document:
+                    documents.append(document)
+                document = []
+                continue
+            self._append_sentence(sentence, document, stats)
+        if document:
+            documents.append(document)
+
+    def _read_json_lines(self, data: bytes, segment: _Segment, documents: list, stats: collections.Counter) -> None:
+        for line_offset, raw_line in enumerate(_split_lines(data)):
+            line = _decode(raw_line, stats)
+            if not line.strip():
+                continue
+            where = f"{segment.path}:{segment.first_line + line_offset}"
+            try:
+                record = json.loads(line)
+            except json.JSONDecodeError as error:
+                raise ValueError(f"{where} is not a JSON object ({error.msg}); JSON lines input needs one "
+                                 "object per line.") from None
+            text = record.get(self.json_text_field) if isinstance(record, dict) else None
+            if not isinstance(text, str):
+                raise ValueError(f"{where} has no string field {self.json_text_field!r} (--json_text_field); "
+                                 f"its fields: {sorted(record) if isinstance(record, dict) else type(record).__name__}.")
+            document: List[List[int]] = []
+            for sentence_line in text.replace("\r\n", "\n").replace("\r", "\n").split("\n"):
+                sentence = self.tokenizer.normalize(sentence_line)
+                if sentence:
+                    self._append_sentence(sentence, document, stats)
+            if document:
+                documents.append(document)
+
+    def _append_sentence(self, sentence: str, document: list, stats: collections.Counter) -> None:
+        pieces = self.tokenizer.tokenize_normalized(sentence)
+        if not pieces:
+            return
+        ids = self.tokenizer.convert_tokens_to_ids(pieces)
+        document.append([pack_token(token_id, self._is_start_piece(piece)) for token_id, piece in zip(ids, pieces)])
+        stats["sentences"] += 1
+        stats["tokens"] += len(pieces)
+
+    def _is_start_piece(self, piece: str) -> bool:
+        cached = self.start_piece_cache.get(piece)
+        if cached is None:
+            rule = is_start_piece_sentencepiece if self.tokenizer.uses_sentencepiece else is_start_piece_wordpiece
+            cached = self.start_piece_cache[piece] = rule(piece)
+        return cached
+
+
+def _split_lines(data: bytes) -> List[bytes]:
+    lines = data.split(b"\n")
+    if lines and not lines[-1]:
+        lines.pop()
+    return lines
+
+
+def _decode(data: bytes, stats: collections.Counter) -> str:
+    """UTF-8 with each undecodable byte run replaced by U+FFFD (as errors="replace"), counting the bytes."""
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        pass
+    pieces, position = [], 0
+    while True:
+        try:
+            pieces.append(data[position:].decode("utf-8"))
+            return "".join(pieces)
+        except UnicodeDecodeError as error:
+            pieces.append(data[position:position + error.start].decode("utf-8"))
+            pieces.append("\ufffd")
+            stats["undecodable_bytes"] += error.end - error.start
+            position += error.end
+
+
+# One block -> serialized records (runs in the workers).
+
+@dataclasses.dataclass
+class _WorkerContext:
+    reader: _BlockReader
+    options: InstanceOptions
+    special_ids: SpecialIds
+    random_seed: int
+
+    def run(self, block: _Block) -> Tuple[int, List[bytes], Dict[str, int]]:
+        stats: collections.Counter = collections.Counter()
+        documents = self.reader.read(block, stats)
+        records = _generate_block_records(documents, block.index, self.options, self.special_ids,
+                                          self.random_seed, stats)
+        return block.index, records, dict(stats)
+
+
+def _block_seed(random_seed: int, block_index: int, stream: str) -> int:
+    digest = hashlib.sha256(f"{random_seed}/{block_index}/{stream}".encode()).digest()
+    return int.from_bytes(digest[:8], "big")
+
+
+def _generate_block_records(documents: List[List[List[int]]], block_index: int, options: InstanceOptions,
+                            special_ids: SpecialIds, random_seed: int, stats: collections.Counter) -> List[bytes]:
+    """The original's create_training_instances on one block: shuffle, dupe_factor passes, shuffle instances."""
+    rng = random.Random(_block_seed(random_seed, block_index, "instances"))
+    ngram_rng = random.Random(_block_seed(random_seed, block_index, "ngrams"))
+    rng.shuffle(documents)
+    records = []
+    for _ in range(options.dupe_factor):
+        for document_index in range(len(documents)):
+            for instance in create_instances_from_document(documents, document_index, options, special_ids, rng,
+                                                           ngram_rng):
+                records.append(instance_to_example_bytes(instance, options.max_seq_length,
+                                                         options.max_predictions_per_seq))
+                stats["masked_lm_predictions"] += len(instance.masked_lm_positions)
+                stats[f"next_sentence_label_{int(instance.is_random_next)}"] += 1
+    rng.shuffle(records)
+    stats["instances"] += len(records)
+    return records
+
+
+_WORKER: Optional[_WorkerContext] = None  # set once per worker process by the pool initializer
+
+
+def _init_worker(context: _WorkerContext) -> None:
+    global _WORKER
+    _WORKER = context
+
+
+def _run_in_worker(block: _Block) -> Tuple[int, List[bytes], Dict[str, int]]:
+    return _WORKER.run(block)
+
+
+@contextlib.contextmanager
+def _worker_pool(context: _WorkerContext, num_workers: int, num_blocks: int):
+    """A pool of block workers, or None when one process does (one worker or at most one block)."""
+    if num_workers == 1 or num_blocks <= 1:
+        yield None
+        return
+    # fork: workers inherit the loaded modules instead of importing TensorFlow again; they never call it.
+    method = "fork" if "fork" in multiprocessing.get_all_start_methods() else "spawn"
+    with multiprocessing.get_context(method).Pool(min(num_workers, num_blocks), initializer=_init_worker,
+                                                  initargs=(context,)) as pool:
+        yield pool
+
+
+def _ordered_block_results(context: _WorkerContext, blocks: Sequence[_Block], pool,
+                           num_workers: int) -> Iterator[Tuple[int, List[bytes], Dict[str, int]]]:
+    """Block results in block order; with a pool, at most two blocks per worker are in flight."""
+    if pool is None:
+        for block in blocks:
+            yield context.run(block)
+        return
+    pending = collections.deque()
+    remaining = iter(blocks)
+    for block in itertools.islice(remaining, 2 * num_workers):
+        pending.append(pool.apply_async(_run_in_worker, (block,)))
+    while pending:
+        result = pending.popleft().get()
+        for block in itertools.islice(remaining, 1):
+            pending.append(pool.apply_async(_run_in_worker, (block,)))
+        yield result
+
+
+# tensorflow-datasets input: spooled once to local JSON lines.
+
+def _spool_tfds(name: str, data_dir: Optional[str], split: str, text_feature: str, spool_dir: str) -> Tuple[List[str], int]:
+    """Writes the split's texts as JSON lines under `spool_dir` (reused when complete); returns files, bad bytes."""
+    marker = os.path.join(spool_dir, "COMPLETE.json")
+    if os.path.exists(marker):
+        with open(marker, encoding="utf-8") as handle:
+            spooled = json.load(handle)
+        if spooled["source"] == [name, data_dir, split, text_feature]:
+            logging.info("Reusing the spooled %s/%s texts in %s", name, split, spool_dir)
+            return spooled["files"], spooled["undecodable_bytes"]
+    import tensorflow_datasets as tfds
+
+    try:
+        builder = tfds.builder(name, data_dir=data_dir)
+    except Exception as error:  # tfds raises several types for an unknown name or config
+        raise ValueError(f"--tfds_name={name!r} is not a tensorflow-datasets dataset: {error}") from error
+    if not builder.is_prepared():
+        raise FileNotFoundError(
+            f"tensorflow-datasets dataset {name!r} is not prepared in {builder.data_dir!r} (--tfds_data_dir="
+            f"{data_dir!r}); this job never downloads: prepare it first, e.g. `tfds build {name}"
+            f"{f' --data_dir={data_dir}' if data_dir else ''}`.")
+    if text_feature not in builder.info.features:
+        raise ValueError(f"--tfds_text_feature={text_feature!r} is not a feature of {name!r}; it has "
+                         f"{sorted(builder.info.features.keys())}.")
+    shutil.rmtree(spool_dir, ignore_errors=True)
+    os.makedirs(spool_dir)
+    stats: collections.Counter = collections.Counter()
+    files: List[str] = []
+    handle = None
+    start = time.time()
+    try:
+        dataset = builder.as_dataset(split=split, shuffle_files=False)
+        for count, example in enumerate(tfds.as_numpy(dataset), start=1):
+            if handle is None or handle.tell() >= _SPOOL_PART_BYTES:
+                if handle is not None:
+                    handle.close()
+                files.append(os.path.join(spool_dir, f"part-{len(files):05d}.jsonl"))
+                handle = open(files[-1], "w", encoding="utf-8")
+            text = _decode(example[text_feature], stats)
+            handle.write(json.dumps({"text": text}, ensure_ascii=False) + "\n")
+            if count % 100_000 == 0:
+                logging.info("Spooled %d %s examples (%.0f/s)", count, name, count / (time.time() - start))
+    finally:
+        if handle is not None:
+            handle.close()
+    if not files:
+        raise ValueError(f"tensorflow-datasets split {name}/{split} is empty.")
+    with open(marker, "w", encoding="utf-8") as handle:
+        json.dump({"source": [name, data_dir, split, text_feature], "files": files,
+                   "undecodable_bytes": stats["undecodable_bytes"]}, handle)
+    return files, stats["undecodable_bytes"]
+
+
+# The job.
+
+def create_pretraining_data(input_files: Union[str, Sequence[str], None], output_files: Sequence[str],
+                            tokenizer: Union[AlbertTokenizer, str], *, input_format: str = "text",
+                            json_text_field: str = "text", tfds_name: Optional[str] = None,
+                            tfds_data_dir: Optional[str] = None, tfds_split: str = "train",
+                            tfds_text_feature: str = "text", max_seq_length: int = 512,
+                            max_predictions_per_seq: int = 20, masked_lm_prob: float = 0.15,
+                            short_seq_prob: float = 0.1, ngram: int = 3, favor_shorter_ngram: bool = True,
+                            do_whole_word_mask: bool = True, random_next_sentence: bool = False,
+                            dupe_factor: int = 40, random_seed: int = 12345, num_workers: int = 1,
+                            block_bytes: int = DEFAULT_BLOCK_BYTES, summary_file: Optional[str] = None) -> dict:
+    """Writes ALBERT pretraining TFRecords to `output_files` and returns the summary (also written as JSON).
+
+    `input_files`: comma list / globs / paths of text or JSON-lines files (None for tfds). `tokenizer`: an
+    AlbertTokenizer or the path of a SentencePiece model (lowercasing). The remaining arguments are the
+    original's flags with its defaults, plus the input format, `num_workers` processes, `block_bytes` (text
+    per block) and `summary_file` (default `summary_path_for(output_files)`).
+
+    Example:
+    >>> summary = create_pretraining_data("corpus.txt", output_shard_paths("out/train.tfrecord", 4),
+    ...                                   "30k-clean.model", max_seq_length=128, dupe_factor=5,
+    ...                                   num_workers=4)  # doctest: +SKIP
+    >>> summary["totals"]["instances"]  # doctest: +SKIP
+    51234
+    """
+    start_time = time.time()
+    options = InstanceOptions(max_seq_length=max_seq_length, max_predictions_per_seq=max_predictions_per_seq,
+                              masked_lm_prob=masked_lm_prob, short_seq_prob=short_seq_prob, ngram=ngram,
+                              favor_shorter_ngram=favor_shorter_ngram, do_whole_word_mask=do_whole_word_mask,
+                              random_next_sentence=random_next_sentence, dupe_factor=dupe_factor)
+    if input_format not in INPUT_FORMATS:
+        raise ValueError(f"--input_format={input_format!r} is invalid: it must be one of {', '.join(INPUT_FORMATS)}.")
+    if num_workers < 1:
+        raise ValueError(f"--num_workers={num_workers} is invalid: it must be an integer >= 1.")
+    if block_bytes < 1:
+        raise ValueError(f"--block_bytes={block_bytes} is invalid: it must be an integer >= 1.")
+    output_files = list(output_files)
+    if not output_files or len(set(output_files)) != len(output_files):
+        raise ValueError(f"Output files {output_files!r} must be distinct and at least one.")
+    if isinstance(tokenizer, str):
+        tokenizer = AlbertTokenizer(spm_model_file=tokenizer)
+    tokenizer.check_special_ids()
+    summary_file = summary_file or summary_path_for(output_files)
+
+    undecodable_spooled = 0
+    if input_format == "tfds":
+        if input_files:
+            raise ValueError(f"--input_format=tfds reads --tfds_name, not --input_file={input_files!r}.")
+        if not tfds_name:
+            raise ValueError("--input_format=tfds needs --tfds_name (e.g. wikipedia/20230601.en).")
+        spool_dir = _spool_directory(output_files[0], tfds_name)
+        input_files, undecodable_spooled = _spool_tfds(tfds_name, tfds_data_dir, tfds_split, tfds_text_feature,
+                                                       spool_dir)
+        reader_format, text_field = "jsonl", "text"
+    else:
+        if not input_files:
+            raise ValueError(f"--input_format={input_format} needs --input_file.")
+        input_files = build_vocab.expand_input_files(input_files, "--input_file")
+        for path in input_files:
+            if os.path.getsize(path) == 0:
+                raise ValueError(f"Input file {path!r} is empty.")
+        reader_format, text_field = input_format, json_text_field
+
+    settings = _settings(input_files, input_format, json_text_field, tfds_name, tfds_split, tfds_text_feature,
+                         tokenizer, options, random_seed, block_bytes, output_files)
+    summary = _resume_summary(summary_file, settings, output_files)
+    logging.info("Planning blocks over %d input file(s) for %d shard(s)", len(input_files), len(output_files))
+    blocks = _plan_blocks(input_files, reader_format, block_bytes, len(output_files))
+    shard_blocks = [blocks[shard::len(output_files)] for shard in range(len(output_files))]
+    empty_shards = [output_files[shard] for shard, assigned in enumerate(shard_blocks) if not assigned]
+    if empty_shards:
+        logging.warning("%d shard(s) get no documents (the input has %d document blocks): %s",
+                        len(empty_shards), len(blocks), ", ".join(empty_shards[:5]))
+
+    special_ids = SpecialIds(tokenizer.cls_id, tokenizer.sep_id, tokenizer.mask_id, tokenizer.vocab_size)
+    context = _WorkerContext(_BlockReader(tokenizer, reader_format, text_field), options, special_ids, random_seed)
+    pending = [shard for shard in range(len(output_files)) if summary["shards"][shard] is None]
+    for shard in range(len(output_files)):
+        if summary["shards"][shard] is not None:
+            logging.info("Keeping the finished shard %s", output_files[shard])
+    pending_blocks = [block for shard in pending for block in shard_blocks[shard]]
+    progress = _Progress(sum(block.num_bytes for block in pending_blocks), len(pending))
+    with _worker_pool(context, num_workers, len(pending_blocks)) as pool:
+        results = _ordered_block_results(context, pending_blocks, pool, num_workers)
+        for shard in pending:
+            summary["shards"][shard] = _write_shard(output_files[shard], shard_blocks[shard], results, progress)
+            summary["totals"] = _totals(summary["shards"], undecodable_spooled)
+            _write_summary(summary_file, summary)
+            progress.shard_done()
+    summary["complete"] = True
+    summary["seconds"] = round(time.time() - start_time, 3)
+    summary["instances_per_second"] = round(progress.instances / max(summary["seconds"], 1e-9), 1)
+    _write_summary(summary_file, summary)
+    if input_format == "tfds":
+        shutil.rmtree(_spool_directory(output_files[0], tfds_name), ignore_errors=True)
+    totals = summary["totals"]
+    logging.info("Wrote %d instances from %d documents to %d shard(s) in %.1f s; summary %s",
+                 totals["instances"], totals["documents"], len(output_files), summary["seconds"], summary_file)
+    return summary
+
+
+def _spool_directory(first_output: str, tfds_name: str) -> str:
+    directory = os.path.dirname(first_output) if "://" not in first_output else tempfile.gettempdir()
+    return os.path.join(directory or ".", f".{tfds_name.replace('/', '_')}.tfds_spool")
+
+
+def _write_shard(path: str, blocks: Sequence[_Block], results: Iterator, progress: "_Progress") -> dict:
+    import tensorflow as tf
+
+    directory = os.path.dirname(path)
+    if directory:
+        tf.io.gfile.makedirs(directory)
+    temporary = _incomplete_path(path)
+    stats: collections.Counter = collections.Counter()
+    with tf.io.TFRecordWriter(temporary) as writer:
+        for block in blocks:
+            block_index, records, block_stats = next(results)
+            if block_index != block.index:
+                raise RuntimeError(f"Block {block_index} arrived where block {block.index} belongs.")
+            for record in records:
+                writer.write(record)
+            stats.update(block_stats)
+            progress.block_done(block.num_bytes, block_stats)
+    tf.io.gfile.rename(temporary, path, overwrite=True)
+    shard = {"path": path, "blocks": len(blocks), "text_bytes": sum(block.num_bytes for block in blocks)}
+    shard.update({key: stats[key] for key in _COUNTS})
+    return shard
+
+
+_COUNTS = ("documents", "sentences", "tokens", "instances", "masked_lm_predictions", "next_sentence_label_0",
+           "next_sentence_label_1", "undecodable_bytes")
+
+
+def _totals(shards: Sequence[Optional[dict]], undecodable_spooled: int) -> dict:
+    done = [shard for shard in shards if shard is not None]
+    totals = {key: sum(shard[key] for shard in done) for key in _COUNTS}
+    totals["undecodable_bytes"] += undecodable_spooled
+    totals["shards_written"] = len(done)
+    totals["blocks"] = sum(shard["blocks"] for shard in done)
+    return totals
+
+
+class _Progress:
+    """Logs documents, instances, instances/s and an ETA from the text bytes done."""
+
+    def __init__(self, total_bytes: int, total_shards: int):
+        self.total_bytes = total_bytes
+        self.total_shards = total_shards
+        self.done_bytes = self.documents = self.instances = self.shards = 0
+        self.start = self.last_log = time.time()
+
+    def block_done(self, num_bytes: int, stats: Dict[str, int]) -> None:
+        self.done_bytes += num_bytes
+        self.documents += stats.get("documents", 0)
+        self.instances += stats.get("instances", 0)
+        if time.time() - self.last_log >= _PROGRESS_SECONDS:
+            self.log()
+
+    def shard_done(self) -> None:
+        self.shards += 1
+        self.log()
+
+    def log(self) -> None:
+        self.last_log = time.time()
+        elapsed = max(self.last_log - self.start, 1e-9)
+        fraction = self.done_bytes / self.total_bytes if self.total_bytes else 1.0
+        eta = "?"
+        if fraction > 0:
+            remaining = int(elapsed * (1 - fraction) / fraction)
+            eta = f"{remaining // 3600}:{remaining // 60 % 60:02d}:{remaining % 60:02d}"
+        logging.info("%d/%d shards, %d documents, %d instances (%.0f instances/s), %.1f%% of the text, ETA %s",
+                     self.shards, self.total_shards, self.documents, self.instances, self.instances / elapsed,
+                     100 * fraction, eta)
+
+
+# Settings and resuming.
+
+def _settings(input_files, input_format, json_text_field, tfds_name, tfds_split, tfds_text_feature,
+              tokenizer: AlbertTokenizer, options: InstanceOptions, random_seed, block_bytes, output_files) -> dict:
+    with open(tokenizer.source, "rb") as handle:
+        vocabulary_sha256 = hashlib.sha256(handle.read()).hexdigest()
+    source = ({"tfds_name": tfds_name, "tfds_split": tfds_split, "tfds_text_feature": tfds_text_feature}
+              if input_format == "tfds" else
+              {"input_files": [[path, os.path.getsize(path)] for path in input_files],
+               "json_text_field": json_text_field if input_format == "jsonl" else None})
+    return {"input_format": input_format, **source,
+            "tokenizer": {"file": tokenizer.source, "sha256": vocabulary_sha256,
+                          "sentencepiece": tokenizer.uses_sentencepiece, "do_lower_case": tokenizer.do_lower_case},
+            **dataclasses.asdict(options), "random_seed": random_seed, "block_bytes": block_bytes,
+            "output_files": list(output_files)}
+
+
+def _resume_summary(summary_file: str, settings: dict, output_files: Sequence[str]) -> dict:
+    """The summary to continue: the previous one when its settings match; finished shards are kept."""
+    import tensorflow as tf
+
+    existing = [path for path in output_files if tf.io.gfile.exists(path)]
+    previous = None
+    if tf.io.gfile.exists(summary_file):
+        with tf.io.gfile.GFile(summary_file, "r") as handle:
+            previous = json.load(handle)
+    if existing and previous is None:
+        raise FileExistsError(f"Output {existing[0]!r} exists but its summary {summary_file!r} does not, so its "
+                              "settings cannot be checked; delete the old outputs or restore the summary.")
+    if previous is not None and existing and previous.get("settings") != settings:
+        changed = sorted(key for key in set(settings) | set(previous.get("settings", {}))
+                         if settings.get(key) != previous.get("settings", {}).get(key))
+        raise ValueError(f"Outputs such as {existing[0]!r} were written with other settings ({', '.join(changed)} "
+                         f"differ, see {summary_file!r}); delete them or write elsewhere.")
+    shards: List[Optional[dict]] = [None] * len(output_files)
+    if previous is not None and existing:
+        for shard, path in enumerate(output_files):
+            if path in existing:
+                shards[shard] = previous["shards"][shard]
+    return {"complete": False, "settings": settings, "label_meaning": _LABEL_MEANING,
+            "totals": _totals(shards, 0), "shards": shards}
+
+
+def _write_summary(summary_file: str, summary: dict) -> None:
+    import tensorflow as tf
+
+    directory = os.path.dirname(summary_file)
+    if directory:
+        tf.io.gfile.makedirs(directory)
+    temporary = _incomplete_path(summary_file)
+    with tf.io.gfile.GFile(temporary, "w") as handle:
+        handle.write(json.dumps(summary, indent=1) + "\n")
+    tf.io.gfile.rename(temporary, summary_file, overwrite=True)
+
+
+# Measuring: a synthetic corpus and a child-process run with peak memory.
+
+_SYNTHETIC_WORDS = (
+    "the of and to in a is was for on as by with he at from his an were are which this be or has had first one "
+    "their its new after but who not they have her she two been other when there all during into school time "
+    "may years more most only over city some world would where later up such used many can state about "
+    "national out known university united then made north american between under game several season "
+    "1990, 2001, 1,000,000 café naïve (approximately) \"quoted\" e.g. don't").split()
+
+
+def write_synthetic_corpus(path: str, num_documents: int, seed: int = 0,
+                           sentences_per_document: Tuple[int, int] = (4, 40)) -> str:
+    """Writes random documents in the original text format (sentence per line, blank line between documents).
+
+    Example:
+    >>> write_synthetic_corpus("/tmp/synthetic.txt", num_documents=3)  # doctest: +SKIP
+    '/tmp/synthetic.txt'
+    """
+    rng = random.Random(seed)
+    with open(path, "w", encoding="utf-8") as handle:
+        for _ in range(num_documents):
+            for _ in range(rng.randint(*sentences_per_document)):
+                words = [rng.choice(_SYNTHETIC_WORDS) for _ in range(rng.randint(5, 30))]
+                handle.write(" ".join(words).capitalize() + ".\n")
+            handle.write("\n")
+    return path
+
+
+_MEASURE_CHILD = """
+import json, logging, sys
+from data_gen.create_pretraining_data import create_pretraining_data
+arguments = json.loads(sys.argv[1])
+summary = create_pretraining_data(arguments.pop("input_files"), arguments.pop("output_files"),
+                                  arguments.pop("spm_model_file"), **arguments)
+print("SUMMARY " + json.dumps({"seconds": summary["seconds"], "totals": summary["totals"]}))
+"""
+
+
+def measure_throughput(input_files: Union[str, Sequence[str]], output_dir: str, spm_model_file: str, *,
+                       num_workers: int = 1, num_output_shards: int = 1, poll_seconds: float = 0.2,
+                       **generation_arguments) -> dict:
+    """Runs `create_pretraining_data` in a child process; returns its rate and the peak memory of its processes.
+
+    Peak memory is sampled every `poll_seconds`: `peak_pss_bytes` is the proportional set size summed over the
+    child and its workers (shared pages counted once), `peak_main_rss_bytes` the resident size of the child.
+    Rates exclude the child's start-up (importing TensorFlow).
+
+    Example:
+    >>> measure_throughput("corpus.txt", "/tmp/bench", "tiny.model", num_workers=2,
+    ...                    max_seq_length=128, dupe_factor=2)["instances_per_second"]  # doctest: +SKIP
+    1523.4
+    """
+    import psutil
+
+    os.makedirs(output_dir, exist_ok=True)
+    arguments = dict(generation_arguments, input_files=input_files, spm_model_file=spm_model_file,
+                     num_workers=num_workers,
+                     output_files=output_shard_paths(os.path.join(output_dir, "measure.tfrecord"), num_output_shards))
+    repository_root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    environment = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [repository_root,
+                                                                         os.environ.get("PYTHONPATH")])))
+    environment.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+    child = subprocess.Popen([sys.executable, "-c", _MEASURE_CHILD, json.dumps(arguments)], cwd=repository_root,
+                             env=environment, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    process = psutil.Process(child.pid)
+    peak_pss = peak_rss = 0
+    while child.poll() is None:
+        try:
+            processes = [process] + process.children(recursive=True)
+            peak_rss = max(peak_rss, process.memory_info().rss)
+            peak_pss = max(peak_pss, sum(_pss(member) for member in processes))
+        except psutil.NoSuchProcess:
+            pass
+        time.sleep(poll_seconds)
+    stdout, stderr = child.communicate()
+    lines = [line for line in stdout.splitlines() if line.startswith("SUMMARY ")]
+    if child.returncode != 0 or not lines:
+        raise RuntimeError(f"create_pretraining_data failed in the measuring child (exit {child.returncode}):\n"
+                           f"{stderr[-4000:]}")
+    result = json.loads(lines[-1][len("SUMMARY "):])
+    instances, seconds = result["totals"]["instances"], result["seconds"]
+    return {"instances": instances, "documents": result["totals"]["documents"], "seconds": seconds,
+            "num_workers": num_workers, "instances_per_second": instances / seconds,
+            "instances_per_second_per_worker": instances / seconds / num_workers,
+            "peak_pss_bytes": peak_pss, "peak_main_rss_bytes": peak_rss}
+
+
+def _pss(process) -> int:
+    import psutil
+
+    try:
+        return process.memory_full_info().pss
+    except (psutil.NoSuchProcess, psutil.AccessDenied):
+        return 0
