@@ -1,0 +1,67 @@
+"""Converts ALBERT weights between original TF1 checkpoints, Hugging Face safetensors and native checkpoints.
+
+    # Google's released tarball (albert_base_v2.tar.gz unpacked) -> Hugging Face:
+    python -m run_scripts.convert_checkpoint --input=albert_base --output=albert_base_hf --output_format=hf
+    # A Hugging Face download -> this project's tf.train checkpoint:
+    python -m run_scripts.convert_checkpoint --input=albert-base-v2 --output=albert_base_native \
+        --output_format=native --allow_missing_heads
+
+The input may be a checkpoint prefix, a tarball directory (model.ckpt-best.* and
+albert_config.json, no `checkpoint` file needed), a TF1 TF-Hub module directory, a Hugging Face
+directory (model.safetensors + config.json) or a directory of native checkpoints. The config comes
+from the input (albert_config.json beside it, in assets/, or config.json) unless
+--albert_config_file or --preset is given. The SentencePiece model is copied to the output.
+Any missing, unexpected or mis-shaped variable stops the conversion with a non-zero exit and a
+listing.
+"""
+
+import sys
+
+from absl import app, flags, logging
+
+from albert_tf import checkpoint_io
+from albert_tf.config import load_config
+
+FLAGS = flags.FLAGS
+flags.DEFINE_string("input", None, "Checkpoint prefix or directory to convert.")
+flags.DEFINE_enum("input_format", "auto", ["auto"] + list(checkpoint_io.FORMATS), "Format of --input.")
+flags.DEFINE_string("output", None, "New (or empty) directory to write.")
+flags.DEFINE_enum("output_format", None, list(checkpoint_io.FORMATS), "Format to write.")
+flags.DEFINE_string("albert_config_file", None, "albert_config.json, when the input has none or to override it.")
+flags.DEFINE_string("preset", None, "A named preset (e.g. albert-base), instead of --albert_config_file.")
+flags.DEFINE_boolean("allow_missing_heads", False,
+                     "Let head variables (outside bert/) that the input lacks start from a fresh initialisation, "
+                     "e.g. the SOP head of a Hugging Face AlbertForMaskedLM download.")
+flags.DEFINE_boolean("init_from_group0", False,
+                     "Initialise every group (and every unshared half) from group 0 / index 1 of the input, as "
+                     "the original's --init_from_group0.")
+
+
+def main(argv):
+    del argv
+    try:
+        contents = checkpoint_io.read_checkpoint(FLAGS.input, FLAGS.input_format)
+        if FLAGS.albert_config_file or FLAGS.preset:
+            config = load_config(FLAGS.albert_config_file, FLAGS.preset)
+        elif contents.config is not None:
+            config = contents.config
+            logging.info("Using the config in %s", contents.config_source)
+        else:
+            raise ValueError(f"No config found with {FLAGS.input} (no albert_config.json beside it or in assets/, "
+                             f"no config.json); pass --albert_config_file or --preset.")
+        model = checkpoint_io.model_for_checkpoint(contents, config)
+        result = checkpoint_io.load_weights(model, contents, allow_missing_heads=FLAGS.allow_missing_heads,
+                                            init_from_group0=FLAGS.init_from_group0)
+        output = checkpoint_io.save_checkpoint_directory(
+            model, FLAGS.output, FLAGS.output_format, global_step=result.global_step,
+            vocab_files=checkpoint_io.find_vocab_files(contents.location))
+    except ValueError as error:
+        print(f"convert_checkpoint: {error}", file=sys.stderr)
+        sys.exit(1)
+    logging.info("Wrote %s (%s) with %d variables of a %s from %s (%s).", output, FLAGS.output_format,
+                 result.num_loaded, type(model).__name__, contents.location.path, contents.format)
+
+
+if __name__ == "__main__":
+    flags.mark_flags_as_required(["input", "output", "output_format"])
+    app.run(main)
