@@ -358,12 +358,21 @@ def _small_varints() -> Tuple[bytes, ...]:
 
 
 def _length_delimited(field_number: int, payload: bytes) -> bytes:
-    return _varint(field_number << 3 | 2) + _varint(len(payload)) + payload
+    table = _small_varints()
+    length = len(payload)
+    return table[field_number << 3 | 2] + (table[length] if length < len(table) else _varint(length)) + payload
 
 
 def _int64_feature(values: Sequence[int]) -> bytes:
-    table = _small_varints()
-    packed = b"".join(table[value] if 0 <= value < len(table) else _varint(value) for value in values)
+    if not values:
+        packed = b""
+    elif min(values) >= 0 and max(values) < 0x80:
+        packed = bytes(values)  # one byte per value
+    elif min(values) >= 0 and max(values) < 1 << 16:
+        table = _small_varints()
+        packed = b"".join([table[value] for value in values])
+    else:
+        packed = b"".join([_varint(value) for value in values])
     int64_list = _length_delimited(1, packed) if packed else b""
     return _length_delimited(3, int64_list)
 

@@ -233,8 +233,9 @@ class _BlockReader:
                                  "object per line.") from None
             text = record.get(self.json_text_field) if isinstance(record, dict) else None
             if not isinstance(text, str):
+                found = f"its fields: {sorted(record)}" if isinstance(record, dict) else type(record).__name__
                 raise ValueError(f"{where} has no string field {self.json_text_field!r} (--json_text_field); "
-                                 f"its fields: {sorted(record) if isinstance(record, dict) else type(record).__name__}.")
+                                 f"{found}.")
             document: List[List[int]] = []
             for sentence_line in text.replace("\r\n", "\n").replace("\r", "\n").split("\n"):
                 sentence = self.tokenizer.normalize(sentence_line)
@@ -372,7 +373,8 @@ def _ordered_block_results(context: _WorkerContext, blocks: Sequence[_Block], po
 
 # tensorflow-datasets input: spooled once to local JSON lines.
 
-def _spool_tfds(name: str, data_dir: Optional[str], split: str, text_feature: str, spool_dir: str) -> Tuple[List[str], int]:
+def _spool_tfds(name: str, data_dir: Optional[str], split: str, text_feature: str,
+                spool_dir: str) -> Tuple[List[str], int]:
     """Writes the split's texts as JSON lines under `spool_dir` (reused when complete); returns files, bad bytes."""
     marker = os.path.join(spool_dir, "COMPLETE.json")
     if os.path.exists(marker):
@@ -455,75 +457,93 @@ def create_pretraining_data(input_files: Union[str, Sequence[str], None], output
                               masked_lm_prob=masked_lm_prob, short_seq_prob=short_seq_prob, ngram=ngram,
                               favor_shorter_ngram=favor_shorter_ngram, do_whole_word_mask=do_whole_word_mask,
                               random_next_sentence=random_next_sentence, dupe_factor=dupe_factor)
+    output_files = list(output_files)
+    _check_job_arguments(input_format, num_workers, block_bytes, output_files)
+    if isinstance(tokenizer, str):
+        tokenizer = AlbertTokenizer(spm_model_file=tokenizer)
+    tokenizer.check_special_ids()
+    summary_file = summary_file or summary_path_for(output_files)
+    if input_format == "tfds":
+        if input_files:
+            raise ValueError(f"--input_format=tfds reads --tfds_name, not --input_file={input_files!r}.")
+        if not tfds_name:
+            raise ValueError("--input_format=tfds needs --tfds_name (e.g. wikipedia/20230601.en).")
+    else:
+        input_files = _expand_input_files(input_files, input_format)
+    settings = _settings(input_files, input_format, json_text_field, tfds_name, tfds_split, tfds_text_feature,
+                         tokenizer, options, random_seed, block_bytes, output_files)
+    summary = _resume_summary(summary_file, settings, output_files)
+    pending = [shard for shard, stats in enumerate(summary["shards"]) if stats is None]
+    if len(pending) < len(output_files):
+        logging.info("Keeping %d finished shard(s) listed in %s", len(output_files) - len(pending), summary_file)
+
+    instances_written = 0
+    if pending:
+        reader_format, text_field = input_format, json_text_field
+        if input_format == "tfds":
+            input_files, summary["spooled_undecodable_bytes"] = _spool_tfds(
+                tfds_name, tfds_data_dir, tfds_split, tfds_text_feature, _spool_directory(output_files[0], tfds_name))
+            reader_format, text_field = "jsonl", "text"
+        special_ids = SpecialIds(tokenizer.cls_id, tokenizer.sep_id, tokenizer.mask_id, tokenizer.vocab_size)
+        context = _WorkerContext(_BlockReader(tokenizer, reader_format, text_field), options, special_ids,
+                                 random_seed)
+        instances_written = _write_pending_shards(context, input_files, output_files, pending, summary,
+                                                  summary_file, block_bytes, num_workers)
+        if input_format == "tfds":
+            shutil.rmtree(_spool_directory(output_files[0], tfds_name), ignore_errors=True)
+    summary["complete"] = True
+    summary["seconds"] = round(time.time() - start_time, 3)
+    summary["instances_per_second"] = round(instances_written / max(summary["seconds"], 1e-9), 1)
+    _write_summary(summary_file, summary)
+    totals = summary["totals"]
+    logging.info("%d instances from %d documents in %d shard(s), %d written in %.1f s; summary %s",
+                 totals["instances"], totals["documents"], len(output_files), instances_written, summary["seconds"],
+                 summary_file)
+    return summary
+
+
+def _check_job_arguments(input_format: str, num_workers: int, block_bytes: int, output_files: List[str]) -> None:
     if input_format not in INPUT_FORMATS:
         raise ValueError(f"--input_format={input_format!r} is invalid: it must be one of {', '.join(INPUT_FORMATS)}.")
     if num_workers < 1:
         raise ValueError(f"--num_workers={num_workers} is invalid: it must be an integer >= 1.")
     if block_bytes < 1:
         raise ValueError(f"--block_bytes={block_bytes} is invalid: it must be an integer >= 1.")
-    output_files = list(output_files)
     if not output_files or len(set(output_files)) != len(output_files):
         raise ValueError(f"Output files {output_files!r} must be distinct and at least one.")
-    if isinstance(tokenizer, str):
-        tokenizer = AlbertTokenizer(spm_model_file=tokenizer)
-    tokenizer.check_special_ids()
-    summary_file = summary_file or summary_path_for(output_files)
 
-    undecodable_spooled = 0
-    if input_format == "tfds":
-        if input_files:
-            raise ValueError(f"--input_format=tfds reads --tfds_name, not --input_file={input_files!r}.")
-        if not tfds_name:
-            raise ValueError("--input_format=tfds needs --tfds_name (e.g. wikipedia/20230601.en).")
-        spool_dir = _spool_directory(output_files[0], tfds_name)
-        input_files, undecodable_spooled = _spool_tfds(tfds_name, tfds_data_dir, tfds_split, tfds_text_feature,
-                                                       spool_dir)
-        reader_format, text_field = "jsonl", "text"
-    else:
-        if not input_files:
-            raise ValueError(f"--input_format={input_format} needs --input_file.")
-        input_files = build_vocab.expand_input_files(input_files, "--input_file")
-        for path in input_files:
-            if os.path.getsize(path) == 0:
-                raise ValueError(f"Input file {path!r} is empty.")
-        reader_format, text_field = input_format, json_text_field
 
-    settings = _settings(input_files, input_format, json_text_field, tfds_name, tfds_split, tfds_text_feature,
-                         tokenizer, options, random_seed, block_bytes, output_files)
-    summary = _resume_summary(summary_file, settings, output_files)
+def _expand_input_files(input_files: Union[str, Sequence[str], None], input_format: str) -> List[str]:
+    if not input_files:
+        raise ValueError(f"--input_format={input_format} needs --input_file.")
+    input_files = build_vocab.expand_input_files(input_files, "--input_file")
+    for path in input_files:
+        if os.path.getsize(path) == 0:
+            raise ValueError(f"Input file {path!r} is empty.")
+    return input_files
+
+
+def _write_pending_shards(context: _WorkerContext, input_files: Sequence[str], output_files: Sequence[str],
+                          pending: Sequence[int], summary: dict, summary_file: str, block_bytes: int,
+                          num_workers: int) -> int:
+    """Writes the `pending` shards one after another, updating the summary after each; returns instances."""
     logging.info("Planning blocks over %d input file(s) for %d shard(s)", len(input_files), len(output_files))
-    blocks = _plan_blocks(input_files, reader_format, block_bytes, len(output_files))
+    blocks = _plan_blocks(input_files, context.reader.input_format, block_bytes, len(output_files))
     shard_blocks = [blocks[shard::len(output_files)] for shard in range(len(output_files))]
     empty_shards = [output_files[shard] for shard, assigned in enumerate(shard_blocks) if not assigned]
     if empty_shards:
         logging.warning("%d shard(s) get no documents (the input has %d document blocks): %s",
                         len(empty_shards), len(blocks), ", ".join(empty_shards[:5]))
-
-    special_ids = SpecialIds(tokenizer.cls_id, tokenizer.sep_id, tokenizer.mask_id, tokenizer.vocab_size)
-    context = _WorkerContext(_BlockReader(tokenizer, reader_format, text_field), options, special_ids, random_seed)
-    pending = [shard for shard in range(len(output_files)) if summary["shards"][shard] is None]
-    for shard in range(len(output_files)):
-        if summary["shards"][shard] is not None:
-            logging.info("Keeping the finished shard %s", output_files[shard])
     pending_blocks = [block for shard in pending for block in shard_blocks[shard]]
     progress = _Progress(sum(block.num_bytes for block in pending_blocks), len(pending))
     with _worker_pool(context, num_workers, len(pending_blocks)) as pool:
         results = _ordered_block_results(context, pending_blocks, pool, num_workers)
         for shard in pending:
             summary["shards"][shard] = _write_shard(output_files[shard], shard_blocks[shard], results, progress)
-            summary["totals"] = _totals(summary["shards"], undecodable_spooled)
+            summary["totals"] = _totals(summary["shards"], summary["spooled_undecodable_bytes"])
             _write_summary(summary_file, summary)
             progress.shard_done()
-    summary["complete"] = True
-    summary["seconds"] = round(time.time() - start_time, 3)
-    summary["instances_per_second"] = round(progress.instances / max(summary["seconds"], 1e-9), 1)
-    _write_summary(summary_file, summary)
-    if input_format == "tfds":
-        shutil.rmtree(_spool_directory(output_files[0], tfds_name), ignore_errors=True)
-    totals = summary["totals"]
-    logging.info("Wrote %d instances from %d documents to %d shard(s) in %.1f s; summary %s",
-                 totals["instances"], totals["documents"], len(output_files), summary["seconds"], summary_file)
-    return summary
+    return progress.instances
 
 
 def _spool_directory(first_output: str, tfds_name: str) -> str:
@@ -558,10 +578,10 @@ _COUNTS = ("documents", "sentences", "tokens", "instances", "masked_lm_predictio
            "next_sentence_label_1", "undecodable_bytes")
 
 
-def _totals(shards: Sequence[Optional[dict]], undecodable_spooled: int) -> dict:
+def _totals(shards: Sequence[Optional[dict]], spooled_undecodable_bytes: int) -> dict:
     done = [shard for shard in shards if shard is not None]
     totals = {key: sum(shard[key] for shard in done) for key in _COUNTS}
-    totals["undecodable_bytes"] += undecodable_spooled
+    totals["undecodable_bytes"] += spooled_undecodable_bytes
     totals["shards_written"] = len(done)
     totals["blocks"] = sum(shard["blocks"] for shard in done)
     return totals
@@ -635,12 +655,15 @@ def _resume_summary(summary_file: str, settings: dict, output_files: Sequence[st
         raise ValueError(f"Outputs such as {existing[0]!r} were written with other settings ({', '.join(changed)} "
                          f"differ, see {summary_file!r}); delete them or write elsewhere.")
     shards: List[Optional[dict]] = [None] * len(output_files)
+    spooled_undecodable_bytes = 0
     if previous is not None and existing:
+        spooled_undecodable_bytes = previous.get("spooled_undecodable_bytes", 0)
         for shard, path in enumerate(output_files):
             if path in existing:
                 shards[shard] = previous["shards"][shard]
     return {"complete": False, "settings": settings, "label_meaning": _LABEL_MEANING,
-            "totals": _totals(shards, 0), "shards": shards}
+            "totals": _totals(shards, spooled_undecodable_bytes),
+            "spooled_undecodable_bytes": spooled_undecodable_bytes, "shards": shards}
 
 
 def _write_summary(summary_file: str, summary: dict) -> None:
@@ -657,27 +680,32 @@ def _write_summary(summary_file: str, summary: dict) -> None:
 
 # Measuring: a synthetic corpus and a child-process run with peak memory.
 
-_SYNTHETIC_WORDS = (
-    "the of and to in a is was for on as by with he at from his an were are which this be or has had first one "
-    "their its new after but who not they have her she two been other when there all during into school time "
-    "may years more most only over city some world would where later up such used many can state about "
-    "national out known university united then made north american between under game several season "
-    "1990, 2001, 1,000,000 café naïve (approximately) \"quoted\" e.g. don't").split()
+_SYLLABLES = ("ba be bi bo bu ca ce co da de di do fa fe fi ga ge go ha he hi ho ka ke ki ko la le li lo ma me mi "
+              "mo na ne ni no pa pe pi po ra re ri ro sa se si so ta te ti to va ve vi wa we ya yo za ze").split()
+_SYNTHETIC_EXTRAS = ("1990,", "2001,", "1,000,000", "café", "naïve", "(approximately)", "\"quoted\"", "e.g.", "don't")
 
 
 def write_synthetic_corpus(path: str, num_documents: int, seed: int = 0,
-                           sentences_per_document: Tuple[int, int] = (4, 40)) -> str:
+                           sentences_per_document: Tuple[int, int] = (4, 40), vocabulary_words: int = 5000) -> str:
     """Writes random documents in the original text format (sentence per line, blank line between documents).
+
+    Words are made of syllables and drawn with Zipf frequencies (p proportional to 1/rank) from a vocabulary
+    that depends only on `vocabulary_words`, so corpora of any size share it.
 
     Example:
     >>> write_synthetic_corpus("/tmp/synthetic.txt", num_documents=3)  # doctest: +SKIP
     '/tmp/synthetic.txt'
     """
+    vocabulary_rng = random.Random(vocabulary_words)
+    vocabulary = sorted({"".join(vocabulary_rng.choices(_SYLLABLES, k=vocabulary_rng.randint(1, 4)))
+                         for _ in range(vocabulary_words)}) + list(_SYNTHETIC_EXTRAS)
+    vocabulary_rng.shuffle(vocabulary)
+    cumulative = list(itertools.accumulate(1.0 / rank for rank in range(1, len(vocabulary) + 1)))
     rng = random.Random(seed)
     with open(path, "w", encoding="utf-8") as handle:
         for _ in range(num_documents):
             for _ in range(rng.randint(*sentences_per_document)):
-                words = [rng.choice(_SYNTHETIC_WORDS) for _ in range(rng.randint(5, 30))]
+                words = rng.choices(vocabulary, cum_weights=cumulative, k=rng.randint(5, 30))
                 handle.write(" ".join(words).capitalize() + ".\n")
             handle.write("\n")
     return path

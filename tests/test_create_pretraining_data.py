@@ -2,6 +2,8 @@
 import json
 import os
 import random
+import subprocess
+import sys
 from unittest import mock
 
 import numpy as np
@@ -92,7 +94,9 @@ def test_records_parse_with_fixed_length_specs(generated):
 
 def test_serialization_matches_tensorflow_example(generated):
     _, _, examples = generated
-    instance = cpd.TrainingInstance([2, 40, 300, 3, 7, 3], [0, 0, 0, 0, 1, 1], [1, 1, 0, 1, 1, 1], [1, 2], [41, 9], False)
+    instance = cpd.TrainingInstance(input_ids=[2, 40, 300, 3, 7, 3], segment_ids=[0, 0, 0, 0, 1, 1],
+                                    token_boundary=[1, 1, 0, 1, 1, 1], masked_lm_positions=[1, 2],
+                                    masked_lm_ids=[41, 9], is_random_next=False)
     ours = tf.train.Example.FromString(cpd.instance_to_example_bytes(instance, 8, 3))
     expected = tf.train.Example()
     for name, values in [("input_ids", [2, 40, 300, 3, 7, 3, 0, 0]), ("input_mask", [1] * 6 + [0] * 2),
@@ -138,7 +142,8 @@ def test_masked_fraction_matches_the_budget(generated):
         num_to_predict = min(MAX_PREDICTIONS, max(1, int(round(length * 0.15))))
         assert 1 <= count <= num_to_predict
         positions = feature_values(example, "masked_lm_positions")
-        assert positions[:count] == sorted(set(positions[:count])) and positions[count:] == [0] * (MAX_PREDICTIONS - count)
+        assert positions[:count] == sorted(set(positions[:count]))
+        assert positions[count:] == [0] * (MAX_PREDICTIONS - count)
         predicted, budget, tokens = predicted + count, budget + num_to_predict, tokens + length
     assert predicted == summary["totals"]["masked_lm_predictions"]
     # Whole words of several pieces can, rarely, leave the last slot of the budget empty.
@@ -364,6 +369,9 @@ def test_rerun_rewrites_only_the_missing_shard(tmp_path, corpus_file, spm_model_
     assert not [name for name in os.listdir(tmp_path) if name.endswith(".incomplete")]
     with open(cpd.summary_path_for(outputs), encoding="utf-8") as handle:
         assert json.load(handle)["totals"] == first["totals"]
+    rewritten_time = os.stat(outputs[1]).st_mtime_ns
+    _, third = _run(corpus_file, spm_model_file, str(tmp_path), num_workers=2)
+    assert os.stat(outputs[1]).st_mtime_ns == rewritten_time and third["totals"] == first["totals"]
 
 
 def test_rerun_with_other_settings_is_refused(tmp_path, corpus_file, spm_model_file):
@@ -505,3 +513,25 @@ def test_wordpiece_vocabulary_input(tmp_path):
         ids, boundary = restore_original_ids(example), feature_values(example, "token_boundary")
         position = ids.index(8)
         assert ids[position + 1] == 9 and boundary[position:position + 2] == [1, 0]  # "learn" "##s"
+
+
+def test_run_script_uses_the_original_defaults(tmp_path, corpus_file, spm_model_file):
+    repository_root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    result = subprocess.run(
+        [sys.executable, "-m", "run_scripts.create_pretraining_data", f"--input_file={corpus_file}",
+         f"--output_file={tmp_path / 'train.tfrecord'}", "--num_output_shards=2", f"--spm_model_file={spm_model_file}",
+         "--max_seq_length=64", "--dupe_factor=1", "--num_workers=2"],
+        cwd=repository_root, capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert sorted(os.listdir(tmp_path)) == ["train.tfrecord-00000-of-00002", "train.tfrecord-00001-of-00002",
+                                            "train.tfrecord.summary.json"]
+    with open(tmp_path / "train.tfrecord.summary.json", encoding="utf-8") as handle:
+        summary = json.load(handle)
+    settings = summary["settings"]
+    assert summary["complete"] and summary["totals"]["documents"] == 150
+    assert {key: settings[key] for key in ("max_predictions_per_seq", "masked_lm_prob", "short_seq_prob", "ngram",
+                                           "favor_shorter_ngram", "do_whole_word_mask", "random_next_sentence",
+                                           "random_seed")} == {
+        "max_predictions_per_seq": 20, "masked_lm_prob": 0.15, "short_seq_prob": 0.1, "ngram": 3,
+        "favor_shorter_ngram": True, "do_whole_word_mask": True, "random_next_sentence": False, "random_seed": 12345}
+    assert settings["tokenizer"]["do_lower_case"] is True

@@ -11,6 +11,10 @@ from data_gen import build_vocab
 from tests.fixtures import make_spm_model
 
 
+def special_ids(tokenizer):
+    return tokenizer.pad_id, tokenizer.unk_id, tokenizer.cls_id, tokenizer.sep_id, tokenizer.mask_id
+
+
 @pytest.fixture(scope="module")
 def spm_model_file(tmp_path_factory):
     return make_spm_model(str(tmp_path_factory.mktemp("spm")), vocab_size=120)
@@ -50,7 +54,7 @@ def test_preprocess_text_keeps_quotes_as_the_original_does():
 
 def test_special_ids_and_vocab_size(spm_model_file):
     tokenizer = AlbertTokenizer(spm_model_file=spm_model_file)
-    assert (tokenizer.pad_id, tokenizer.unk_id, tokenizer.cls_id, tokenizer.sep_id, tokenizer.mask_id) == (0, 1, 2, 3, 4)
+    assert special_ids(tokenizer) == (0, 1, 2, 3, 4)
     assert tokenizer.vocab_size == 120
     tokenizer.check_special_ids()
     assert tokenizer.convert_ids_to_tokens([0, 1, 2, 3, 4]) == ["<pad>", "<unk>", "[CLS]", "[SEP]", "[MASK]"]
@@ -195,7 +199,7 @@ def test_wordpiece_cjk_punctuation_whitespace_and_case(wordpiece_vocab_file):
 
 def test_wordpiece_special_ids_decode_and_checks(wordpiece_vocab_file, tmp_path):
     tokenizer = AlbertTokenizer(vocab_file=wordpiece_vocab_file)
-    assert (tokenizer.pad_id, tokenizer.unk_id, tokenizer.cls_id, tokenizer.sep_id, tokenizer.mask_id) == (0, 1, 2, 3, 4)
+    assert special_ids(tokenizer) == (0, 1, 2, 3, 4)
     tokenizer.check_special_ids()
     ids = [tokenizer.cls_id] + tokenizer.encode("unwanted running, ah") + [tokenizer.sep_id, tokenizer.pad_id]
     assert tokenizer.decode(ids) == "unwanted running , ah"

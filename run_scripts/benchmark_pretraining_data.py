@@ -1,0 +1,61 @@
+"""Bounded memory check of create_pretraining_data: python -m run_scripts.benchmark_pretraining_data --output_dir=DIR
+
+Writes a synthetic corpus of --base_documents documents and one --scale times larger, runs the generator on
+each in a child process, and reports instances/s (overall and per worker) and peak memory. Peak memory
+should stay nearly flat as the corpus grows: only a few blocks are held at a time.
+"""
+
+import json
+import os
+
+from absl import app, flags, logging
+
+from data_gen import build_vocab
+from data_gen import create_pretraining_data as cpd
+
+FLAGS = flags.FLAGS
+flags.DEFINE_string("output_dir", None, "Directory for the corpora, the model, the shards and benchmark.json.")
+flags.DEFINE_integer("base_documents", 2000, "Documents in the small corpus.")
+flags.DEFINE_integer("scale", 10, "The large corpus holds scale times as many documents.")
+flags.DEFINE_integer("num_workers", 1, "Worker processes of each run.")
+flags.DEFINE_integer("num_output_shards", 4, "Output shards of each run.")
+flags.DEFINE_string("spm_model_file", None, "SentencePiece model; by default one is trained on the small corpus.")
+flags.DEFINE_integer("vocab_size", 400, "Vocabulary of the model trained when --spm_model_file is not given.")
+flags.DEFINE_integer("max_seq_length", 128, "Sequence length of the instances.")
+flags.DEFINE_integer("max_predictions_per_seq", 20, "Masked-LM predictions per instance.")
+flags.DEFINE_integer("dupe_factor", 5, "Passes over the data.")
+flags.DEFINE_integer("block_bytes", cpd.DEFAULT_BLOCK_BYTES, "Text per block.")
+flags.mark_flag_as_required("output_dir")
+
+
+def main(argv):
+    del argv
+    os.makedirs(FLAGS.output_dir, exist_ok=True)
+    sizes = {"small": FLAGS.base_documents, "large": FLAGS.base_documents * FLAGS.scale}
+    corpora = {name: cpd.write_synthetic_corpus(os.path.join(FLAGS.output_dir, f"corpus_{name}.txt"), documents,
+                                                seed=index)
+               for index, (name, documents) in enumerate(sizes.items())}
+    spm_model_file = FLAGS.spm_model_file or build_vocab.train_sentencepiece(
+        [corpora["small"]], os.path.join(FLAGS.output_dir, "benchmark_spm"), vocab_size=FLAGS.vocab_size)
+    results = {}
+    for name, corpus in corpora.items():
+        results[name] = cpd.measure_throughput(
+            corpus, os.path.join(FLAGS.output_dir, f"shards_{name}"), spm_model_file, num_workers=FLAGS.num_workers,
+            num_output_shards=FLAGS.num_output_shards, max_seq_length=FLAGS.max_seq_length,
+            max_predictions_per_seq=FLAGS.max_predictions_per_seq, dupe_factor=FLAGS.dupe_factor,
+            block_bytes=FLAGS.block_bytes)
+        results[name]["corpus_bytes"] = os.path.getsize(corpus)
+        result = results[name]
+        logging.info("%s corpus: %.1f MB, %d documents -> %d instances in %.1f s: %.0f instances/s (%.0f per "
+                     "worker), peak PSS %.0f MB (all processes), peak RSS %.0f MB (main process)", name,
+                     result["corpus_bytes"] / 1e6, result["documents"], result["instances"], result["seconds"],
+                     result["instances_per_second"], result["instances_per_second_per_worker"],
+                     result["peak_pss_bytes"] / 1e6, result["peak_main_rss_bytes"] / 1e6)
+    growth = results["large"]["peak_pss_bytes"] / results["small"]["peak_pss_bytes"]
+    logging.info("Corpus x%d -> peak memory x%.2f", FLAGS.scale, growth)
+    with open(os.path.join(FLAGS.output_dir, "benchmark.json"), "w", encoding="utf-8") as handle:
+        json.dump({"results": results, "peak_memory_growth": growth, "scale": FLAGS.scale}, handle, indent=1)
+
+
+if __name__ == "__main__":
+    app.run(main)
