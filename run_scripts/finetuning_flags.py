@@ -1,0 +1,111 @@
+"""absl flags shared by run_glue, run_race and run_squad, and their conversion to FinetuningOptions.
+
+A script calls `define_finetuning_flags(...)` at import with its own defaults (the original scripts'),
+defines its task flags, and in main() calls `finetuning_options()` and `tokenizer_from_flags()`.
+"""
+
+import dataclasses
+
+from absl import flags, logging
+
+from albert_tf import checkpoint_io
+from albert_tf.distribution import STRATEGY_NAMES
+from albert_tf.finetuning import FinetuningOptions
+from albert_tf.optimization import OPTIMIZER_NAMES
+from albert_tf.tokenization import AlbertTokenizer
+from albert_tf.training_loop import MIXED_PRECISION_POLICIES
+
+FLAGS = flags.FLAGS
+
+
+def define_finetuning_flags(*, learning_rate, max_seq_length, train_step=None, warmup_step=0, num_train_epochs=None,
+                            warmup_proportion=None, train_batch_size=32, eval_batch_size=8, predict_batch_size=8,
+                            save_checkpoints_steps=1000):
+    """Defines the shared flags with the calling script's defaults (its original's)."""
+    flags.DEFINE_string("albert_config_file", None, "albert_config.json of the model (or give --preset).")
+    flags.DEFINE_string("preset", None, "A named config instead of --albert_config_file, e.g. albert-base.")
+    flags.DEFINE_string("init_checkpoint", None,
+                        "Weights to start from, in any supported format: an original TF1 checkpoint, one of ours, "
+                        "Hugging Face safetensors. Without it (and --hub_module_handle) training starts from "
+                        "random weights.")
+    flags.DEFINE_string("hub_module_handle", None, "An exported encoder SavedModel directory to start from.")
+    flags.DEFINE_string("spm_model_file", None, "The SentencePiece model (30k-clean.model).")
+    flags.DEFINE_string("vocab_file", None, "A WordPiece vocabulary instead of --spm_model_file (Chinese models).")
+    flags.DEFINE_bool("do_lower_case", True, "Lowercase the input text (uncased models).")
+    flags.DEFINE_integer("max_seq_length", max_seq_length, "Tokens per sequence after [CLS]/[SEP] and padding.")
+    flags.DEFINE_string("output_dir", None, "Checkpoints, eval results and predictions go here.")
+    flags.DEFINE_string("cached_dir", None, "Where feature caches are kept (default: --output_dir).")
+    flags.DEFINE_bool("do_train", False, "Fine-tune on the training split.")
+    flags.DEFINE_bool("do_eval", False, "Evaluate on the dev split.")
+    flags.DEFINE_bool("do_predict", False, "Write predictions for the test split.")
+    flags.DEFINE_integer("train_batch_size", train_batch_size, "Global training batch size.")
+    flags.DEFINE_integer("eval_batch_size", eval_batch_size, "Global evaluation batch size.")
+    flags.DEFINE_integer("predict_batch_size", predict_batch_size, "Global prediction batch size.")
+    flags.DEFINE_float("learning_rate", learning_rate, "Peak learning rate (after warmup, before linear decay).")
+    flags.DEFINE_integer("train_step", train_step, "Training steps (or give --num_train_epochs).")
+    flags.DEFINE_integer("warmup_step", warmup_step, "Linear warmup steps (or give --warmup_proportion).")
+    flags.DEFINE_float("num_train_epochs", num_train_epochs, "Epochs over the training examples, instead of "
+                       "--train_step.")
+    flags.DEFINE_float("warmup_proportion", warmup_proportion, "Fraction of the steps used for warmup, instead "
+                       "of --warmup_step.")
+    flags.DEFINE_enum("optimizer", "adamw", OPTIMIZER_NAMES, "The original's AdamW or LAMB.")
+    flags.DEFINE_integer("save_checkpoints_steps", save_checkpoints_steps, "Save a checkpoint every this many steps.")
+    flags.DEFINE_integer("keep_checkpoint_max", 5, "How many recent checkpoints to keep.")
+    flags.DEFINE_bool("eval_every_checkpoint", False,
+                      "Evaluate every checkpoint that exists after training (not only the last), keeping the best.")
+    flags.DEFINE_float("dropout_prob", 0.1, "Dropout on the pooled output before the task head (the original's "
+                       "0.1).")
+    flags.DEFINE_string("export_dir", None, "Export the fine-tuned model here as a SavedModel (serving_default).")
+    flags.DEFINE_enum("strategy", "one_device", STRATEGY_NAMES, "tf.distribute strategy.")
+    flags.DEFINE_string("tpu", None, "Cloud TPU name or grpc:// address for --strategy=tpu.")
+    flags.DEFINE_integer("steps_per_loop", 1, "Training steps per tf.function call (use more on TPUs).")
+    flags.DEFINE_bool("jit_compile", False, "Compile the training step with XLA.")
+    flags.DEFINE_enum("mixed_precision", "float32", MIXED_PRECISION_POLICIES, "Keras dtype policy.")
+    flags.DEFINE_integer("seed", 12345, "Seed for initialisation, dropout and shuffling.")
+    flags.DEFINE_bool("deterministic", False, "Make TensorFlow ops deterministic (slower).")
+    flags.mark_flag_as_required("output_dir")
+
+
+def _exclusive(first, second):
+    """Values of two alternative flags: the one given on the command line wins over the other's default."""
+    if FLAGS[first].present and FLAGS[second].present:
+        raise ValueError(f"Give --{first} or --{second}, not both.")
+    if FLAGS[first].present:
+        return FLAGS[first].value, None
+    if FLAGS[second].present:
+        return None, FLAGS[second].value
+    return FLAGS[first].value, FLAGS[second].value
+
+
+def finetuning_options(**overrides) -> FinetuningOptions:
+    """FinetuningOptions from the parsed flags; `overrides` replace fields (e.g. per-task hyperparameters)."""
+    train_step, num_train_epochs = _exclusive("train_step", "num_train_epochs")
+    warmup_step, warmup_proportion = _exclusive("warmup_step", "warmup_proportion")
+    names = [field.name for field in dataclasses.fields(FinetuningOptions)]
+    values = {name: FLAGS[name].value for name in names}
+    values.update(train_step=train_step, num_train_epochs=num_train_epochs, warmup_step=warmup_step or 0,
+                  warmup_proportion=warmup_proportion)
+    values.update(overrides)
+    return FinetuningOptions(**values)
+
+
+def cached_dir() -> str:
+    """--cached_dir, defaulting to --output_dir as the original."""
+    return FLAGS.cached_dir or FLAGS.output_dir
+
+
+def tokenizer_from_flags() -> AlbertTokenizer:
+    """The tokenizer of --spm_model_file or --vocab_file, else the SentencePiece model that comes with
+    --hub_module_handle (its assets/) or --init_checkpoint (beside it, as in the released tarballs)."""
+    if FLAGS.spm_model_file or FLAGS.vocab_file:
+        return AlbertTokenizer(spm_model_file=FLAGS.spm_model_file, vocab_file=FLAGS.vocab_file,
+                               do_lower_case=FLAGS.do_lower_case)
+    source = FLAGS.hub_module_handle or FLAGS.init_checkpoint
+    if not source:
+        raise ValueError("Give --spm_model_file (or --vocab_file) to tokenize the input.")
+    models = [path for path in checkpoint_io.find_vocab_files(source) if path.endswith(".model")]
+    if len(models) != 1:
+        raise ValueError(f"Found {len(models)} SentencePiece models with {source} ({models}), need exactly one; "
+                         "give --spm_model_file.")
+    logging.info("Using the SentencePiece model %s.", models[0])
+    return AlbertTokenizer(spm_model_file=models[0], do_lower_case=FLAGS.do_lower_case)
