@@ -1,0 +1,146 @@
+"""Strategy selection, and the training loop under MirroredStrategy and MultiWorkerMirroredStrategy.
+
+Logical CPU devices and TF_CONFIG must be set before TensorFlow initialises, so the multi-replica runs
+are subprocesses (tests/_toy_training.py) with bounded timeouts.
+"""
+import contextlib
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+
+import keras
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from albert_tf import distribution
+from tests import _toy_training as toy
+
+TOY_SCRIPT = os.path.join(os.path.dirname(__file__), "_toy_training.py")
+TOY_FLAGS = ["--num_train_steps=6", "--global_batch_size=8", "--deterministic", "--save_checkpoints_steps=3",
+             "--steps_per_loop=2"]
+TIMEOUT_S = 150
+
+
+def test_unknown_name_lists_the_allowed_ones():
+    with pytest.raises(ValueError, match="Unknown strategy 'gpu'; allowed: one_device, mirrored, "
+                                         "multi_worker_mirrored, tpu"):
+        distribution.get_strategy("gpu")
+
+
+def test_tpu_without_a_tpu_fails_fast():
+    start = time.monotonic()
+    with pytest.raises(ValueError, match="--strategy=tpu needs --tpu"):
+        distribution.get_strategy("tpu")
+    with contextlib.closing(socket.socket()) as listener:
+        listener.bind(("127.0.0.1", 0))
+        closed_port = listener.getsockname()[1]
+    with pytest.raises(ValueError, match=f"No TPU answers at --tpu='grpc://127.0.0.1:{closed_port}'"):
+        distribution.get_strategy("tpu", tpu=f"grpc://127.0.0.1:{closed_port}")
+    with pytest.raises(ValueError, match="not a grpc://host:port address"):
+        distribution.get_strategy("tpu", tpu="grpc://no-port")
+    assert time.monotonic() - start < 15
+
+
+def test_one_device_uses_the_cpu_without_a_gpu():
+    strategy = distribution.get_strategy("one_device")
+    assert isinstance(strategy, tf.distribute.OneDeviceStrategy)
+    assert strategy.num_replicas_in_sync == 1
+    assert strategy.extended.worker_devices[0].endswith("CPU:0")
+
+
+@pytest.mark.parametrize("tf_config, message", [
+    (None, "needs the TF_CONFIG environment variable"),
+    ("{cluster", "TF_CONFIG is not valid JSON"),
+    ('{"cluster": {"ps": ["a:1"]}, "task": {"type": "ps", "index": 0}}', "non-empty 'worker'"),
+    ('{"cluster": {"worker": ["a:1"]}, "task": {"type": "chief", "index": 0}}', "must name a job of the cluster"),
+    ('{"cluster": {"worker": ["a:1", "b:2"]}, "task": {"type": "worker", "index": 2}}',
+     r"task index 2 is not an index into the 2 'worker' address\(es\)"),
+])
+def test_multi_worker_needs_a_valid_tf_config(monkeypatch, tf_config, message):
+    if tf_config is None:
+        monkeypatch.delenv("TF_CONFIG", raising=False)
+    else:
+        monkeypatch.setenv("TF_CONFIG", tf_config)
+    with pytest.raises(ValueError, match=message):
+        distribution.get_strategy("multi_worker_mirrored")
+
+
+def _start_toy(model_dir, *flags, env=None):
+    return subprocess.Popen([sys.executable, TOY_SCRIPT, f"--model_dir={model_dir}", *TOY_FLAGS, *flags],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+
+
+def _results(processes):
+    """Waits (bounded) for every process and returns their RESULT lines; kills all on any failure."""
+    try:
+        outputs = [process.communicate(timeout=TIMEOUT_S) for process in processes]
+    finally:
+        for process in processes:
+            if process.poll() is None:
+                process.kill()
+    for process, (_, stderr) in zip(processes, outputs):
+        assert process.returncode == 0, stderr[-3000:]
+    return [json.loads(stdout.split("RESULT ")[-1]) for stdout, _ in outputs]
+
+
+@pytest.fixture(scope="module")
+def one_device_and_mirrored(tmp_path_factory):
+    """The same run (TOY_FLAGS) on one device, in this process, and on 2 logical CPUs, in a subprocess."""
+    root = tmp_path_factory.mktemp("runs")
+    mirrored = _start_toy(root / "mirrored", "--strategy=mirrored", "--logical_cpus=2", "--eval_examples=29")
+    keras.utils.set_random_seed(1234)  # as --deterministic does, so the initial weights are the same
+    trainer = toy.build(tf.distribute.OneDeviceStrategy("/cpu:0"), str(root / "one_device"), num_train_steps=6,
+                        steps_per_loop=2, save_checkpoints_steps=3)
+    one_device = toy.train_and_report(trainer, num_train_steps=6, global_batch_size=8, eval_examples=29)
+    return one_device, _results([mirrored])[0]
+
+
+def test_mirrored_on_two_logical_cpus_matches_one_device(one_device_and_mirrored):
+    one_device, mirrored = one_device_and_mirrored
+    assert (one_device["replicas"], mirrored["replicas"]) == (1, 2)
+    assert mirrored["loss"] == pytest.approx(one_device["loss"], rel=1e-5)
+    for name in ("accuracy", "loss"):
+        assert mirrored["evaluation"][name] == pytest.approx(one_device["evaluation"][name], rel=1e-5)
+    # 29 examples in per-replica batches of 4: the last step gives one replica 4 examples, the other 1.
+    assert mirrored["predictions"]["example_id"] == list(range(29))
+    np.testing.assert_allclose(mirrored["predictions"]["logits"], one_device["predictions"]["logits"], atol=1e-5)
+    for mirrored_weight, one_device_weight in zip(mirrored["weights"], one_device["weights"]):
+        np.testing.assert_allclose(mirrored_weight, one_device_weight, rtol=0, atol=1e-5)
+
+
+def _free_ports(count):
+    sockets = [socket.socket() for _ in range(count)]
+    for sock in sockets:
+        sock.bind(("127.0.0.1", 0))
+    ports = [sock.getsockname()[1] for sock in sockets]
+    for sock in sockets:
+        sock.close()
+    return ports
+
+
+def test_two_workers_write_one_checkpoint_and_match_one_worker(tmp_path, one_device_and_mirrored):
+    one_device, _ = one_device_and_mirrored
+    workers = [f"127.0.0.1:{port}" for port in _free_ports(2)]
+    processes = []
+    for index in range(2):
+        tf_config = {"cluster": {"worker": workers}, "task": {"type": "worker", "index": index}}
+        processes.append(_start_toy(tmp_path / "model", "--strategy=multi_worker_mirrored",
+                                    env=dict(os.environ, TF_CONFIG=json.dumps(tf_config))))
+    chief, other = _results(processes)
+
+    assert chief["replicas"] == other["replicas"] == 2
+    assert chief["loss"] == pytest.approx(one_device["loss"], rel=1e-5)
+    for chief_weight, other_weight, one_device_weight in zip(chief["weights"], other["weights"],
+                                                             one_device["weights"]):
+        np.testing.assert_array_equal(chief_weight, other_weight)
+        np.testing.assert_allclose(chief_weight, one_device_weight, rtol=0, atol=1e-5)
+    assert sorted(os.listdir(tmp_path / "model")) == [
+        "checkpoint", "ckpt-3.data-00000-of-00001", "ckpt-3.index", "ckpt-6.data-00000-of-00001", "ckpt-6.index"]
+    restored = toy.make_model()
+    tf.train.Checkpoint(model=restored).restore(str(tmp_path / "model" / "ckpt-6")).expect_partial()
+    for restored_weight, chief_weight in zip(restored.weights, chief["weights"]):
+        np.testing.assert_array_equal(restored_weight.numpy(), chief_weight)
