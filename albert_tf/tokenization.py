@@ -176,6 +176,9 @@ class AlbertTokenizer:
 
         An empty result marks a blank line (a document boundary in pretraining text).
         """
+        if not isinstance(text, str):
+            # The original decoded bytes with errors="ignore", silently dropping bad bytes.
+            raise TypeError(f"AlbertTokenizer takes str text, got {type(text).__name__}; decode it first.")
         if self.uses_sentencepiece:
             return preprocess_text(text, lower=self.do_lower_case)
         return text.strip()

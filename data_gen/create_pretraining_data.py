@@ -3,18 +3,22 @@
 Instances follow google-research/albert create_pretraining_data.py exactly (see `data_gen/_instances.py`);
 what differs is how the corpus is walked, so that memory stays bounded and output is reproducible:
 
-- Blocks instead of one corpus. The original reads every document into memory, shuffles them, draws the
-  random B segment from the whole corpus and shuffles all instances before writing them round robin. Here
-  the input is cut, in order, into blocks of whole documents of about `block_bytes` of text (default 1 MiB,
-  smaller when needed so that every shard gets a block). A block is the original's corpus in miniature:
-  its documents are shuffled, `dupe_factor` passes make instances, B comes from a random document of the
-  same block, and its instances are shuffled. Only a few blocks are in memory at a time.
+- Blocks instead of one corpus. The original reads every document into memory, shuffles them, makes
+  `dupe_factor` passes drawing the random B segment from the whole corpus, shuffles all instances and
+  writes them round robin. Here the input is cut, in order, into blocks of whole documents of about
+  `block_bytes` of text (default 4 MiB; smaller when needed so that every shard gets a block). A block is
+  the original's corpus in miniature: its documents are shuffled once, B comes from a random document of
+  the same block, and each pass's instances are shuffled. Only a few block passes are in memory at a time.
 - Shards. Block b goes to output shard b % num_shards (round robin, so each shard samples the whole
-  corpus). A shard is its blocks' records in block order, and a block depends only on (random_seed, block
-  index, its documents): the same seed gives byte-identical shards whatever `num_workers` is.
-- Resumable. Shards are written one after another (blocks in parallel over `num_workers` processes) to a
-  hidden temporary name and renamed when complete; a rerun with the same settings skips existing shards.
-  The settings and per-shard counts are kept in a JSON summary (by default OUTPUT.summary.json).
+  corpus). A shard holds pass 1 over its blocks, then pass 2, ..., so the differently masked copies of a
+  document lie a pass apart, as after the original's global shuffle they lie far apart. A block pass
+  depends only on (random_seed, block index, pass, its documents): the same seed gives byte-identical
+  shards whatever `num_workers` is.
+- Resumable. Shards are written one after another (block passes in parallel over `num_workers` processes)
+  to a hidden temporary name and renamed when complete; a rerun with the same settings skips existing
+  shards. Settings and per-shard counts are kept in a JSON summary (by default OUTPUT.summary.json); a
+  hidden work directory beside it holds tokenized blocks (read once, reused by later passes) and the
+  tfds spool, and is removed when the job completes.
 - Input formats: the original's text (one sentence per line, a blank line between documents; the end of
   a file also ends a document), JSON lines (a document per line, its text field split into sentences at
   line breaks) and a prepared tensorflow-datasets text dataset, spooled once to local JSON lines.
@@ -52,7 +56,7 @@ __all__ = ["FEATURE_NAMES", "INPUT_FORMATS", "InstanceOptions", "SpecialIds", "T
            "summary_path_for", "truncate_seq_pair", "write_synthetic_corpus"]
 
 INPUT_FORMATS = ("text", "jsonl", "tfds")
-DEFAULT_BLOCK_BYTES = 1 << 20
+DEFAULT_BLOCK_BYTES = 4 << 20
 _SHARD_SUFFIX = "-%05d-of-%05d"
 _SPOOL_PART_BYTES = 256 << 20
 _PROGRESS_SECONDS = 10.0
@@ -286,7 +290,13 @@ def _decode(data: bytes, stats: collections.Counter) -> str:
             position += error.end
 
 
-# One block -> serialized records (runs in the workers).
+# One pass over one block -> serialized records (runs in the workers).
+
+@dataclasses.dataclass(frozen=True)
+class _Task:
+    block: _Block
+    dupe_pass: int
+
 
 @dataclasses.dataclass
 class _WorkerContext:
@@ -294,35 +304,92 @@ class _WorkerContext:
     options: InstanceOptions
     special_ids: SpecialIds
     random_seed: int
+    token_cache_directory: Optional[str]
 
-    def run(self, block: _Block) -> Tuple[int, List[bytes], Dict[str, int]]:
+    def run(self, task: _Task) -> Tuple[_Task, List[bytes], Dict[str, int]]:
+        documents, read_stats = self._documents(task.block)
+        # Reading counts once per block, on its first pass.
+        stats = collections.Counter(read_stats if task.dupe_pass == 0 else {})
+        records = _generate_pass_records(documents, task.block.index, task.dupe_pass, self.options,
+                                         self.special_ids, self.random_seed, stats)
+        return task, records, dict(stats)
+
+    def _documents(self, block: _Block) -> Tuple[List[List[List[int]]], Dict[str, int]]:
+        """The block's tokenized documents: read once, then cached on disk for its other passes."""
         stats: collections.Counter = collections.Counter()
+        if self.token_cache_directory is None:
+            return self.reader.read(block, stats), dict(stats)
+        path = _token_cache_path(self.token_cache_directory, block.index)
+        if os.path.exists(path):
+            return _load_documents(path)
         documents = self.reader.read(block, stats)
-        records = _generate_block_records(documents, block.index, self.options, self.special_ids,
-                                          self.random_seed, stats)
-        return block.index, records, dict(stats)
+        _save_documents(path, documents, stats)
+        return documents, dict(stats)
 
 
-def _block_seed(random_seed: int, block_index: int, stream: str) -> int:
+def _token_cache_path(directory: str, block_index: int) -> str:
+    return os.path.join(directory, f"block-{block_index:07d}.npz")
+
+
+_READ_COUNTS = ("documents", "sentences", "tokens", "undecodable_bytes")
+
+
+def _save_documents(path: str, documents: List[List[List[int]]], stats: collections.Counter) -> None:
+    import numpy as np
+
+    sentences = [sentence for document in documents for sentence in document]
+    arrays = {"tokens": np.array([token for sentence in sentences for token in sentence], dtype=np.int32),
+              "sentence_lengths": np.array([len(sentence) for sentence in sentences], dtype=np.int64),
+              "document_sentences": np.array([len(document) for document in documents], dtype=np.int64),
+              "read_counts": np.array([stats[key] for key in _READ_COUNTS], dtype=np.int64)}
+    temporary = f"{path}.{os.getpid()}.incomplete.npz"
+    np.savez(temporary, **arrays)
+    os.replace(temporary, path)  # another worker may write the same block: identical bytes, last one wins
+
+
+def _load_documents(path: str) -> Tuple[List[List[List[int]]], Dict[str, int]]:
+    import numpy as np
+
+    with np.load(path) as arrays:
+        tokens = arrays["tokens"].tolist()
+        sentence_ends = list(itertools.accumulate(arrays["sentence_lengths"].tolist()))
+        document_ends = list(itertools.accumulate(arrays["document_sentences"].tolist()))
+        read_counts = dict(zip(_READ_COUNTS, arrays["read_counts"].tolist()))
+    sentences = [tokens[end - length:end]
+                 for end, length in zip(sentence_ends, _differences(sentence_ends))]
+    documents = [sentences[end - count:end] for end, count in zip(document_ends, _differences(document_ends))]
+    return documents, read_counts
+
+
+def _differences(cumulative: List[int]) -> List[int]:
+    return [end - start for start, end in zip([0] + cumulative[:-1], cumulative)]
+
+
+def _seed(random_seed: int, block_index: int, stream: str) -> int:
     digest = hashlib.sha256(f"{random_seed}/{block_index}/{stream}".encode()).digest()
     return int.from_bytes(digest[:8], "big")
 
 
-def _generate_block_records(documents: List[List[List[int]]], block_index: int, options: InstanceOptions,
-                            special_ids: SpecialIds, random_seed: int, stats: collections.Counter) -> List[bytes]:
-    """The original's create_training_instances on one block: shuffle, dupe_factor passes, shuffle instances."""
-    rng = random.Random(_block_seed(random_seed, block_index, "instances"))
-    ngram_rng = random.Random(_block_seed(random_seed, block_index, "ngrams"))
-    rng.shuffle(documents)
+def _generate_pass_records(documents: List[List[List[int]]], block_index: int, dupe_pass: int,
+                           options: InstanceOptions, special_ids: SpecialIds, random_seed: int,
+                           stats: collections.Counter) -> List[bytes]:
+    """One of the original's dupe_factor passes over a block: instances of every document, shuffled.
+
+    The documents are shuffled once per block (the same order in every pass, as the original shuffles
+    its corpus once); each pass draws from its own seeded streams.
+    """
+    documents = list(documents)
+    random.Random(_seed(random_seed, block_index, "documents")).shuffle(documents)
+    rng = random.Random(_seed(random_seed, block_index, f"instances/{dupe_pass}"))
+    ngram_rng = random.Random(_seed(random_seed, block_index, f"ngrams/{dupe_pass}"))
     records = []
-    for _ in range(options.dupe_factor):
-        for document_index in range(len(documents)):
-            for instance in create_instances_from_document(documents, document_index, options, special_ids, rng,
-                                                           ngram_rng):
-                records.append(instance_to_example_bytes(instance, options.max_seq_length,
-                                                         options.max_predictions_per_seq))
-                stats["masked_lm_predictions"] += len(instance.masked_lm_positions)
-                stats[f"next_sentence_label_{int(instance.is_random_next)}"] += 1
+    for document_index in range(len(documents)):
+        for instance in create_instances_from_document(documents, document_index, options, special_ids, rng,
+                                                       ngram_rng):
+            records.append(instance_to_example_bytes(instance, options.max_seq_length,
+                                                     options.max_predictions_per_seq))
+            stats["masked_lm_predictions"] += len(instance.masked_lm_positions)
+            stats[f"next_sentence_label_{int(instance.is_random_next)}"] += 1
     rng.shuffle(records)
     stats["instances"] += len(records)
     return records
@@ -336,38 +403,38 @@ def _init_worker(context: _WorkerContext) -> None:
     _WORKER = context
 
 
-def _run_in_worker(block: _Block) -> Tuple[int, List[bytes], Dict[str, int]]:
-    return _WORKER.run(block)
+def _run_in_worker(task: _Task) -> Tuple[_Task, List[bytes], Dict[str, int]]:
+    return _WORKER.run(task)
 
 
 @contextlib.contextmanager
-def _worker_pool(context: _WorkerContext, num_workers: int, num_blocks: int):
-    """A pool of block workers, or None when one process does (one worker or at most one block)."""
-    if num_workers == 1 or num_blocks <= 1:
+def _worker_pool(context: _WorkerContext, num_workers: int, num_tasks: int):
+    """A pool of workers, or None when one process does it (one worker or at most one task)."""
+    if num_workers == 1 or num_tasks <= 1:
         yield None
         return
     # fork: workers inherit the loaded modules instead of importing TensorFlow again; they never call it.
     method = "fork" if "fork" in multiprocessing.get_all_start_methods() else "spawn"
-    with multiprocessing.get_context(method).Pool(min(num_workers, num_blocks), initializer=_init_worker,
+    with multiprocessing.get_context(method).Pool(min(num_workers, num_tasks), initializer=_init_worker,
                                                   initargs=(context,)) as pool:
         yield pool
 
 
-def _ordered_block_results(context: _WorkerContext, blocks: Sequence[_Block], pool,
-                           num_workers: int) -> Iterator[Tuple[int, List[bytes], Dict[str, int]]]:
-    """Block results in block order; with a pool, at most two blocks per worker are in flight."""
+def _ordered_results(context: _WorkerContext, tasks: Sequence[_Task], pool,
+                     num_workers: int) -> Iterator[Tuple[_Task, List[bytes], Dict[str, int]]]:
+    """Task results in task order; with a pool, at most two tasks per worker are in flight."""
     if pool is None:
-        for block in blocks:
-            yield context.run(block)
+        for task in tasks:
+            yield context.run(task)
         return
     pending = collections.deque()
-    remaining = iter(blocks)
-    for block in itertools.islice(remaining, 2 * num_workers):
-        pending.append(pool.apply_async(_run_in_worker, (block,)))
+    remaining = iter(tasks)
+    for task in itertools.islice(remaining, 2 * num_workers):
+        pending.append(pool.apply_async(_run_in_worker, (task,)))
     while pending:
         result = pending.popleft().get()
-        for block in itertools.islice(remaining, 1):
-            pending.append(pool.apply_async(_run_in_worker, (block,)))
+        for task in itertools.islice(remaining, 1):
+            pending.append(pool.apply_async(_run_in_worker, (task,)))
         yield result
 
 
@@ -479,18 +546,22 @@ def create_pretraining_data(input_files: Union[str, Sequence[str], None], output
 
     instances_written = 0
     if pending:
+        work_directory = _prepare_work_directory(summary_file, settings)
         reader_format, text_field = input_format, json_text_field
         if input_format == "tfds":
             input_files, summary["spooled_undecodable_bytes"] = _spool_tfds(
-                tfds_name, tfds_data_dir, tfds_split, tfds_text_feature, _spool_directory(output_files[0], tfds_name))
+                tfds_name, tfds_data_dir, tfds_split, tfds_text_feature, os.path.join(work_directory, "tfds_spool"))
             reader_format, text_field = "jsonl", "text"
+        token_cache_directory = None
+        if options.dupe_factor > 1:
+            token_cache_directory = os.path.join(work_directory, "tokens")
+            os.makedirs(token_cache_directory, exist_ok=True)
         special_ids = SpecialIds(tokenizer.cls_id, tokenizer.sep_id, tokenizer.mask_id, tokenizer.vocab_size)
         context = _WorkerContext(_BlockReader(tokenizer, reader_format, text_field), options, special_ids,
-                                 random_seed)
+                                 random_seed, token_cache_directory)
         instances_written = _write_pending_shards(context, input_files, output_files, pending, summary,
                                                   summary_file, block_bytes, num_workers)
-        if input_format == "tfds":
-            shutil.rmtree(_spool_directory(output_files[0], tfds_name), ignore_errors=True)
+        shutil.rmtree(work_directory, ignore_errors=True)
     summary["complete"] = True
     summary["seconds"] = round(time.time() - start_time, 3)
     summary["instances_per_second"] = round(instances_written / max(summary["seconds"], 1e-9), 1)
@@ -526,7 +597,11 @@ def _expand_input_files(input_files: Union[str, Sequence[str], None], input_form
 def _write_pending_shards(context: _WorkerContext, input_files: Sequence[str], output_files: Sequence[str],
                           pending: Sequence[int], summary: dict, summary_file: str, block_bytes: int,
                           num_workers: int) -> int:
-    """Writes the `pending` shards one after another, updating the summary after each; returns instances."""
+    """Writes the `pending` shards one after another, updating the summary after each; returns instances.
+
+    A shard holds pass 1 over all its blocks, then pass 2, and so on, as the original's dupe_factor
+    passes: the copies of a document (differently masked) lie a pass apart, not side by side.
+    """
     logging.info("Planning blocks over %d input file(s) for %d shard(s)", len(input_files), len(output_files))
     blocks = _plan_blocks(input_files, context.reader.input_format, block_bytes, len(output_files))
     shard_blocks = [blocks[shard::len(output_files)] for shard in range(len(output_files))]
@@ -534,24 +609,44 @@ def _write_pending_shards(context: _WorkerContext, input_files: Sequence[str], o
     if empty_shards:
         logging.warning("%d shard(s) get no documents (the input has %d document blocks): %s",
                         len(empty_shards), len(blocks), ", ".join(empty_shards[:5]))
-    pending_blocks = [block for shard in pending for block in shard_blocks[shard]]
-    progress = _Progress(sum(block.num_bytes for block in pending_blocks), len(pending))
-    with _worker_pool(context, num_workers, len(pending_blocks)) as pool:
-        results = _ordered_block_results(context, pending_blocks, pool, num_workers)
+    shard_tasks = {shard: [_Task(block, dupe_pass) for dupe_pass in range(context.options.dupe_factor)
+                           for block in shard_blocks[shard]] for shard in pending}
+    tasks = [task for shard in pending for task in shard_tasks[shard]]
+    progress = _Progress(sum(task.block.num_bytes for task in tasks), len(pending))
+    with _worker_pool(context, num_workers, len(tasks)) as pool:
+        results = _ordered_results(context, tasks, pool, num_workers)
         for shard in pending:
-            summary["shards"][shard] = _write_shard(output_files[shard], shard_blocks[shard], results, progress)
+            summary["shards"][shard] = _write_shard(output_files[shard], shard_tasks[shard], results, progress)
             summary["totals"] = _totals(summary["shards"], summary["spooled_undecodable_bytes"])
             _write_summary(summary_file, summary)
             progress.shard_done()
+            if context.token_cache_directory is not None:
+                for block in shard_blocks[shard]:
+                    os.remove(_token_cache_path(context.token_cache_directory, block.index))
     return progress.instances
 
 
-def _spool_directory(first_output: str, tfds_name: str) -> str:
-    directory = os.path.dirname(first_output) if "://" not in first_output else tempfile.gettempdir()
-    return os.path.join(directory or ".", f".{tfds_name.replace('/', '_')}.tfds_spool")
+def _prepare_work_directory(summary_file: str, settings: dict) -> str:
+    """Local scratch space next to the summary (tfds spool, tokenized blocks), kept while its settings hold."""
+    name = f".{os.path.basename(summary_file)}.work"
+    if "://" in summary_file:
+        digest = hashlib.sha256(summary_file.encode()).hexdigest()[:16]
+        directory = os.path.join(tempfile.gettempdir(), f"albert_pretraining_{digest}{name}")
+    else:
+        directory = os.path.join(os.path.dirname(summary_file) or ".", name)
+    marker = os.path.join(directory, "settings.json")
+    if os.path.exists(marker):
+        with open(marker, encoding="utf-8") as handle:
+            if json.load(handle) == settings:
+                return directory
+    shutil.rmtree(directory, ignore_errors=True)
+    os.makedirs(directory)
+    with open(marker, "w", encoding="utf-8") as handle:
+        json.dump(settings, handle)
+    return directory
 
 
-def _write_shard(path: str, blocks: Sequence[_Block], results: Iterator, progress: "_Progress") -> dict:
+def _write_shard(path: str, tasks: Sequence[_Task], results: Iterator, progress: "_Progress") -> dict:
     import tensorflow as tf
 
     directory = os.path.dirname(path)
@@ -560,15 +655,16 @@ def _write_shard(path: str, blocks: Sequence[_Block], results: Iterator, progres
     temporary = _incomplete_path(path)
     stats: collections.Counter = collections.Counter()
     with tf.io.TFRecordWriter(temporary) as writer:
-        for block in blocks:
-            block_index, records, block_stats = next(results)
-            if block_index != block.index:
-                raise RuntimeError(f"Block {block_index} arrived where block {block.index} belongs.")
+        for task in tasks:
+            done_task, records, task_stats = next(results)
+            if done_task != task:
+                raise RuntimeError(f"Results of {done_task} arrived where {task} belongs.")
             for record in records:
                 writer.write(record)
-            stats.update(block_stats)
-            progress.block_done(block.num_bytes, block_stats)
+            stats.update(task_stats)
+            progress.task_done(task.block.num_bytes, task_stats)
     tf.io.gfile.rename(temporary, path, overwrite=True)
+    blocks = {task.block for task in tasks}
     shard = {"path": path, "blocks": len(blocks), "text_bytes": sum(block.num_bytes for block in blocks)}
     shard.update({key: stats[key] for key in _COUNTS})
     return shard
@@ -596,7 +692,7 @@ class _Progress:
         self.done_bytes = self.documents = self.instances = self.shards = 0
         self.start = self.last_log = time.time()
 
-    def block_done(self, num_bytes: int, stats: Dict[str, int]) -> None:
+    def task_done(self, num_bytes: int, stats: Dict[str, int]) -> None:
         self.done_bytes += num_bytes
         self.documents += stats.get("documents", 0)
         self.instances += stats.get("instances", 0)

@@ -374,6 +374,28 @@ def test_rerun_rewrites_only_the_missing_shard(tmp_path, corpus_file, spm_model_
     assert os.stat(outputs[1]).st_mtime_ns == rewritten_time and third["totals"] == first["totals"]
 
 
+def test_interrupted_job_resumes_to_the_same_bytes(tmp_path, corpus_file, spm_model_file):
+    clean, _ = _run(corpus_file, spm_model_file, str(tmp_path / "clean"), num_workers=1, dupe_factor=3)
+    interrupted = str(tmp_path / "interrupted")
+    real_write_summary = cpd._write_summary
+    calls = []
+
+    def write_then_die(*arguments):
+        calls.append(arguments)
+        if len(calls) == 2:
+            raise KeyboardInterrupt  # killed after the second shard was renamed, before it was recorded
+        real_write_summary(*arguments)
+
+    with mock.patch.object(cpd, "_write_summary", write_then_die), pytest.raises(KeyboardInterrupt):
+        _run(corpus_file, spm_model_file, interrupted, num_workers=2, dupe_factor=3)
+    work = [name for name in os.listdir(interrupted) if name.endswith(".work")]
+    assert len(work) == 1 and os.listdir(os.path.join(interrupted, work[0], "tokens"))  # tokenized blocks kept
+    resumed, summary = _run(corpus_file, spm_model_file, interrupted, num_workers=2, dupe_factor=3)
+    assert _contents(resumed) == _contents(clean) and summary["complete"]
+    assert sorted(os.listdir(interrupted)) == sorted(os.path.basename(path) for path in resumed) + [
+        "train.tfrecord.summary.json"]
+
+
 def test_rerun_with_other_settings_is_refused(tmp_path, corpus_file, spm_model_file):
     _run(corpus_file, spm_model_file, str(tmp_path), num_workers=1)
     with pytest.raises(ValueError, match="random_seed"):
@@ -381,6 +403,24 @@ def test_rerun_with_other_settings_is_refused(tmp_path, corpus_file, spm_model_f
     os.remove(cpd.summary_path_for(cpd.output_shard_paths(str(tmp_path / "train.tfrecord"), 3)))
     with pytest.raises(FileExistsError, match="summary"):
         _run(corpus_file, spm_model_file, str(tmp_path), num_workers=1)
+
+
+def test_passes_follow_each_other_so_copies_of_a_document_are_a_pass_apart(tmp_path, spm_model_file):
+    corpus = tmp_path / "numbered.txt"
+    numbers = [10, 11, 12, 13, 15, 19, 20, 21, 22, 23, 25, 29]  # digits the tiny vocabulary knows
+    corpus.write_text("".join(f"Number {i} starts here.\nNumber {i} ends.\n\n" for i in numbers),
+                      encoding="utf-8")
+    outputs = [str(tmp_path / "one.tfrecord")]
+    summary = cpd.create_pretraining_data(str(corpus), outputs, spm_model_file, max_seq_length=64, dupe_factor=3,
+                                          short_seq_prob=0.0, block_bytes=100)
+    assert summary["totals"]["blocks"] >= 4
+    documents = []
+    for example in read_records(outputs[0]):
+        ids, segments = restore_original_ids(example), feature_values(example, "segment_ids")
+        length, first_sep = sum(feature_values(example, "input_mask")), segments.index(1) - 1
+        documents.append(frozenset({tuple(ids[1:first_sep]), tuple(ids[first_sep + 1:length - 1])}))
+    assert len(documents) == 36 and len(set(documents)) == 12
+    assert set(documents[:12]) == set(documents[12:24]) == set(documents[24:]) == set(documents)
 
 
 def test_small_corpus_still_feeds_every_shard(tmp_path, spm_model_file):

@@ -145,6 +145,13 @@ def test_model_with_other_special_ids_is_rejected_naming_the_id(tmp_path):
         tokenizer.check_special_ids()
 
 
+def test_empty_text_and_bytes(spm_model_file):
+    tokenizer = AlbertTokenizer(spm_model_file=spm_model_file)
+    assert tokenizer.tokenize("  \t\n") == [] and tokenizer.encode("") == []
+    with pytest.raises(TypeError, match="takes str text, got bytes"):
+        tokenizer.tokenize(b"the model")
+
+
 def test_constructor_errors(spm_model_file, tmp_path):
     with pytest.raises(ValueError, match="exactly one of"):
         AlbertTokenizer()
