@@ -1,0 +1,118 @@
+"""Fine-tunes ALBERT on a GLUE task: python -m run_scripts.run_glue --task_name=MRPC --data_dir=glue_data ...
+
+Reads the GLUE data directory (the original file layout) or, with --tfds, tensorflow-datasets glue/<task>
+prepared locally. Writes eval_results.{txt,json} and eval_predictions.tsv (dev), and with --do_predict the
+GLUE submission file(s) (e.g. MRPC.tsv; MNLI writes MNLI-m.tsv, MNLI-mm.tsv and, when the diagnostic
+data is there, AX.tsv).
+"""
+
+import os
+
+import tensorflow as tf
+from absl import app, flags, logging
+
+from albert_tf import AlbertClassifier, finetuning
+from albert_tf.training_loop import TrainingPreempted
+from data_gen import glue
+from run_scripts import finetuning_flags
+
+FLAGS = flags.FLAGS
+finetuning_flags.define_finetuning_flags(learning_rate=5e-5, max_seq_length=512, train_step=1000, warmup_step=0)
+flags.DEFINE_string("task_name", None, f"The GLUE task: {', '.join(glue.GLUE_TASKS)} (case-insensitive).")
+flags.DEFINE_string("data_dir", None, "The GLUE data directory (CoLA/, MRPC/, MNLI/, diagnostic/, ...).")
+flags.DEFINE_bool("tfds", False, "Read tensorflow-datasets glue/<task> (prepared locally) instead of --data_dir.")
+flags.DEFINE_string("tfds_data_dir", None, "tensorflow-datasets data_dir (default: its own default).")
+flags.DEFINE_bool("use_paper_hparams", False,
+                  "Use run_glue.sh's learning rate, steps, warmup and batch size for the task (flags given "
+                  "explicitly still win).")
+flags.mark_flag_as_required("task_name")
+
+
+def _options(task):
+    overrides = {}
+    if FLAGS.use_paper_hparams:
+        if task.name not in glue.PAPER_HPARAMS:
+            raise ValueError(f"--use_paper_hparams: run_glue.sh has no hyperparameters for {task.name!r}; it has "
+                             f"{', '.join(glue.PAPER_HPARAMS)}.")
+        counts_epochs = FLAGS["num_train_epochs"].present or FLAGS["warmup_proportion"].present
+        overrides = {name: value for name, value in glue.PAPER_HPARAMS[task.name].items()
+                     if not FLAGS[name].present and not (counts_epochs and name in ("train_step", "warmup_step"))}
+        logging.info("run_glue.sh hyperparameters for %s: %s", task.name, overrides)
+    options = finetuning_flags.finetuning_options(**overrides)
+    if task.name == "ax" and (options.do_train or options.do_eval):
+        raise ValueError("--task_name=ax is prediction only (--do_predict) with a model fine-tuned on MNLI "
+                         "(--init_checkpoint or its --output_dir); it has no training or dev data.")
+    if not FLAGS.tfds and not FLAGS.data_dir:
+        raise ValueError("Give --data_dir (the GLUE data directory) or --tfds.")
+    return options
+
+
+def _splits(task, options, tokenizer):
+    """DataSplits for training, evaluation and prediction, and the examples behind each, by split name."""
+    examples = {}
+
+    def load(glue_task, split, name=None, metric_suffix=""):
+        split_examples, features = glue.load_split(
+            glue_task, split, tokenizer, options.max_seq_length, finetuning_flags.cached_dir(),
+            data_dir=FLAGS.data_dir, use_tfds=FLAGS.tfds, tfds_data_dir=FLAGS.tfds_data_dir)
+        name = name or split
+        examples[name] = (glue_task, split, split_examples)
+        return finetuning.DataSplit(name, features.dataset, features.num_examples, metric_suffix)
+
+    train = load(task, "train") if options.do_train else None
+    evaluation = [load(task, split, metric_suffix="_mismatched" if split == "dev_mismatched" else "")
+                  for split in (task.eval_splits if options.do_eval else [])]
+    prediction = [load(task, split) for split in (task.test_splits if options.do_predict else [])]
+    if options.do_predict and task.name == "mnli":
+        ax = glue.get_task("ax")
+        if FLAGS.tfds or tf.io.gfile.exists(glue.split_file(FLAGS.data_dir, ax, "test")):
+            prediction.append(load(ax, "test", name="ax_test"))
+        else:
+            logging.warning("No %s: AX.tsv (predicted by the MNLI model) is not written.",
+                            glue.split_file(FLAGS.data_dir, ax, "test"))
+    return train, evaluation, prediction, examples
+
+
+def _glue_task(task, options, tokenizer):
+    train, evaluation, prediction, examples = _splits(task, options, tokenizer)
+    regression = task.is_regression
+
+    def compute_metrics(split, outputs):
+        return glue.compute_metrics(task, glue.predictions_from_outputs(task, outputs), outputs["label_ids"])
+
+    def write_eval_predictions(path, split, outputs):
+        glue.write_eval_predictions(path, task, examples[split.name][2], glue.predictions_from_outputs(task, outputs))
+
+    def write_predictions(output_dir, split, outputs):
+        glue_task, glue_split, split_examples = examples[split.name]
+        path = os.path.join(output_dir, glue_task.submission_files[glue_split])
+        glue.write_submission(path, glue_task, split_examples, glue.predictions_from_outputs(task, outputs))
+
+    sequence = tf.TensorSpec([None, options.max_seq_length], tf.int32)
+    return finetuning.FinetuningTask(
+        name=task.name,
+        build_model=lambda config, dropout_rate: AlbertClassifier(config, task.num_labels, dropout_rate),
+        input_signature={"input_word_ids": sequence, "input_mask": sequence, "input_type_ids": sequence},
+        loss_fn=finetuning.regression_loss_fn if regression else finetuning.classification_loss_fn,
+        predict_fn=finetuning.regression_predict_fn if regression else finetuning.classification_predict_fn,
+        serving_fn=finetuning.regression_serving_fn if regression else finetuning.classification_serving_fn,
+        compute_metrics=compute_metrics, best_metric=task.best_metric, train_data=train, eval_splits=evaluation,
+        predict_splits=prediction, write_eval_predictions=write_eval_predictions,
+        write_predictions=write_predictions)
+
+
+def main(argv):
+    del argv
+    task = glue.get_task(FLAGS.task_name)
+    options = _options(task)
+    tokenizer = finetuning_flags.tokenizer_from_flags()
+    try:
+        results = finetuning.run_finetuning(_glue_task(task, options, tokenizer), options)
+    except TrainingPreempted as preempted:
+        logging.warning("%s", preempted)
+        return
+    logging.info("Done: %s", results)
+
+
+if __name__ == "__main__":
+    app.run(main)
