@@ -1,0 +1,80 @@
+"""Fine-tunes ALBERT on RACE: python -m run_scripts.run_race --data_dir=race_data --output_dir=... --do_train
+
+Reads RACE/{train,dev,test}/{middle,high}/*.txt (per-article files or the merged all.txt). Writes
+eval_results.{txt,json} (accuracy, accuracy_middle, accuracy_high) and eval_predictions.tsv on dev; with
+--do_predict, test_predictions.tsv and the test accuracies in predict_results.{txt,json}.
+"""
+
+import os
+
+import numpy as np
+import tensorflow as tf
+from absl import app, flags, logging
+
+from albert_tf import AlbertMultipleChoice, finetuning
+from albert_tf.training_loop import TrainingPreempted
+from data_gen import race
+from run_scripts import finetuning_flags
+
+FLAGS = flags.FLAGS
+finetuning_flags.define_finetuning_flags(learning_rate=1e-5, max_seq_length=512, train_step=12000, warmup_step=1000,
+                                         save_checkpoints_steps=100)
+flags.DEFINE_string("data_dir", None, "The directory holding RACE/ (or RACE/ itself).")
+flags.DEFINE_integer("max_qa_length", 128, "Tokens kept from the end of each question + option.")
+flags.DEFINE_bool("high_only", False, "Only the high-school questions.")
+flags.DEFINE_bool("middle_only", False, "Only the middle-school questions.")
+flags.mark_flag_as_required("data_dir")
+
+
+def _race_task(options, tokenizer):
+    levels = race.selected_levels(FLAGS.high_only, FLAGS.middle_only)
+    examples = {}
+
+    def load(split):
+        split_examples, features = race.load_split(FLAGS.data_dir, split, tokenizer, options.max_seq_length,
+                                                   FLAGS.max_qa_length, finetuning_flags.cached_dir(), levels)
+        examples[split] = split_examples
+        return finetuning.DataSplit(split, features.dataset, features.num_examples)
+
+    def scores(split, outputs):
+        predictions = np.argmax(outputs["logits"], axis=-1)
+        levels_of_split = [race.LEVELS.index(example.level) for example in examples[split.name]]
+        return predictions, race.compute_metrics(predictions, outputs["label_ids"], levels_of_split)
+
+    def write_eval_predictions(path, split, outputs):
+        race.write_predictions(path, examples[split.name], scores(split, outputs)[0])
+
+    def write_predictions(output_dir, split, outputs):
+        predictions, results = scores(split, outputs)
+        race.write_predictions(os.path.join(output_dir, "test_predictions.tsv"), examples[split.name], predictions)
+        race.write_results(os.path.join(output_dir, "predict_results"), results)
+        logging.info("Test results: %s", results)
+
+    choices = tf.TensorSpec([None, len(race.ANSWER_LETTERS), options.max_seq_length], tf.int32)
+    return finetuning.FinetuningTask(
+        name="race",
+        build_model=lambda config, dropout_rate: AlbertMultipleChoice(config, len(race.ANSWER_LETTERS), dropout_rate),
+        input_signature={"input_word_ids": choices, "input_mask": choices, "input_type_ids": choices},
+        loss_fn=finetuning.classification_loss_fn, predict_fn=finetuning.classification_predict_fn,
+        serving_fn=finetuning.classification_serving_fn,
+        compute_metrics=lambda split, outputs: scores(split, outputs)[1], best_metric="accuracy",
+        train_data=load("train") if options.do_train else None,
+        eval_splits=[load("dev")] if options.do_eval else [],
+        predict_splits=[load("test")] if options.do_predict else [],
+        write_eval_predictions=write_eval_predictions, write_predictions=write_predictions)
+
+
+def main(argv):
+    del argv
+    options = finetuning_flags.finetuning_options()
+    tokenizer = finetuning_flags.tokenizer_from_flags()
+    try:
+        results = finetuning.run_finetuning(_race_task(options, tokenizer), options)
+    except TrainingPreempted as preempted:
+        logging.warning("%s", preempted)
+        return
+    logging.info("Done: %s", results)
+
+
+if __name__ == "__main__":
+    app.run(main)
