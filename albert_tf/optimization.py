@@ -10,6 +10,7 @@ so they do not reproduce ALBERT training.
 import re
 
 import keras
+import tensorflow as tf
 from keras import ops
 
 DEFAULT_EXCLUDE_FROM_WEIGHT_DECAY = ("LayerNorm", "layer_norm", "bias")
@@ -126,6 +127,9 @@ class AdamWeightDecayOptimizer(keras.optimizers.Optimizer):
         """The moment updates and the decayed Adam direction; returns the new weights' step before lr."""
         index = self._get_variable_index(variable)
         adam_m, adam_v = self._adam_m[index], self._adam_v[index]
+        if isinstance(gradient, tf.IndexedSlices):
+            # An embedding lookup's sparse gradient: the moments are updated densely, as in the original.
+            gradient = tf.convert_to_tensor(gradient)
         gradient = ops.cast(gradient, "float32")
         next_m = self.beta_1 * adam_m + (1.0 - self.beta_1) * gradient
         next_v = self.beta_2 * adam_v + (1.0 - self.beta_2) * ops.square(gradient)

@@ -64,6 +64,20 @@ def set_mixed_precision(policy):
     keras.mixed_precision.set_global_policy(policy)
 
 
+def write_scalars(scalars, step):
+    """Writes {name: number} as TensorBoard scalars at `step` to the default tf.summary writer.
+
+    The same records as `tf.summary.scalar`, which needs the tensorboard package (not a dependency).
+
+    Example:
+    >>> import tempfile
+    >>> with tf.summary.create_file_writer(tempfile.mkdtemp()).as_default():
+    ...     write_scalars({"loss": 0.5, "masked_lm_accuracy": 0.25}, step=100)
+    """
+    for name, value in scalars.items():
+        tf.summary.write(name, tf.constant(value, tf.float32), step=step, metadata=_SCALAR_SUMMARY_METADATA)
+
+
 def enable_determinism(seed):
     """Seeds Python, numpy, TF and Keras and makes TF ops deterministic; call it before building anything.
 
@@ -195,6 +209,9 @@ class Trainer:
     @property
     def step(self):
         """The number of optimizer steps taken: the optimizer's `iterations`."""
+        if self._optimizer is None:
+            raise ValueError("This Trainer has no optimizer, so no step counter; create it with the optimizer "
+                             "to read the step of a restored training checkpoint.")
         return int(self._optimizer.iterations.numpy())
 
     def restore(self, checkpoint_path=None):
@@ -341,7 +358,9 @@ class Trainer:
             if unused:
                 logging.warning("No gradient reaches %s; they are left unchanged.", unused)
             self._trained_variables = [variable for variable, grad in zip(variables, grads) if grad is not None]
-        grads = [grad for grad in grads if grad is not None]
+        # Embedding lookups give IndexedSlices; dense sums are what the all-reduce, the accumulation loop
+        # and the (dense) optimizer math need.
+        grads = [tf.convert_to_tensor(grad) for grad in grads if grad is not None]
         return grads, loss * weight, {name: value * weight for name, value in metrics.items()}
 
     def _apply_gradients(self, strategy, grads, finite):
@@ -454,9 +473,7 @@ class Trainer:
         logging.info("step %d/%d loss=%.4f lr=%.3e examples/s=%.1f steps/s=%.2f eta=%s %s", results["step"],
                      rate.total_steps, results["loss"], results["learning_rate"], scalars["examples_per_second"],
                      steps_per_second, datetime.timedelta(seconds=round(eta_seconds)), metrics)
-        for name, value in scalars.items():
-            tf.summary.write(name, tf.constant(value, tf.float32), step=results["step"],
-                             metadata=_SCALAR_SUMMARY_METADATA)
+        write_scalars(scalars, results["step"])
 
 
 def _check_float32_scalars(loss, metrics):

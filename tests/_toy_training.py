@@ -24,15 +24,19 @@ from albert_tf import distribution, optimization, training_loop  # noqa: E402
 
 NUM_EXAMPLES = 96
 NUM_FEATURES = 6
+NUM_TOKENS = 10
 
 
 def make_model(dropout_rate=0.0):
-    inputs = keras.Input((NUM_FEATURES,), name="x")
-    hidden = keras.layers.Dense(16, activation="tanh", name="dense")(inputs)
+    features = keras.Input((NUM_FEATURES,), name="x")
+    token = keras.Input((), dtype="int32", name="token")
+    # An embedding lookup has a sparse (IndexedSlices) gradient, as ALBERT's word embeddings in fine-tuning.
+    embedded = keras.layers.Embedding(NUM_TOKENS, 16, name="word_embeddings")(token)
+    hidden = keras.layers.Dense(16, activation="tanh", name="dense")(features) + embedded
     hidden = keras.layers.LayerNormalization(name="LayerNorm")(hidden)
     hidden = keras.layers.Dropout(dropout_rate)(hidden)
     logits = keras.layers.Dense(2, name="output")(hidden)
-    return keras.Model(inputs, logits, name="toy")
+    return keras.Model({"x": features, "token": token}, logits, name="toy")
 
 
 def examples(num_examples=NUM_EXAMPLES):
@@ -41,11 +45,16 @@ def examples(num_examples=NUM_EXAMPLES):
     # Drawn after the weights, so examples(n) is a prefix of examples(m) for n < m.
     x = rng.normal(size=(num_examples, NUM_FEATURES)).astype("float32")
     label = (x @ true_weights > 0).astype("int32")
-    return {"x": x, "label": label, "example_id": np.arange(num_examples, dtype="int32")}
+    example_id = np.arange(num_examples, dtype="int32")
+    return {"x": x, "token": example_id % NUM_TOKENS, "label": label, "example_id": example_id}
+
+
+def _inputs(batch):
+    return {"x": batch["x"], "token": batch["token"]}
 
 
 def loss_fn(model, batch):
-    logits = tf.cast(model(batch["x"], training=True), tf.float32)
+    logits = tf.cast(model(_inputs(batch), training=True), tf.float32)
     losses = keras.losses.sparse_categorical_crossentropy(batch["label"], logits, from_logits=True)
     accuracy = tf.reduce_mean(tf.cast(tf.equal(tf.argmax(logits, -1, output_type=tf.int32), batch["label"]),
                                       tf.float32))
@@ -53,7 +62,7 @@ def loss_fn(model, batch):
 
 
 def metrics_fn(model, batch):
-    logits = tf.cast(model(batch["x"], training=False), tf.float32)
+    logits = tf.cast(model(_inputs(batch), training=False), tf.float32)
     correct = tf.cast(tf.equal(tf.argmax(logits, -1, output_type=tf.int32), batch["label"]), tf.float32)
     count = tf.cast(tf.shape(correct)[0], tf.float32)
     losses = keras.losses.sparse_categorical_crossentropy(batch["label"], logits, from_logits=True)
@@ -61,7 +70,7 @@ def metrics_fn(model, batch):
 
 
 def predict_fn(model, batch):
-    return {"logits": tf.cast(model(batch["x"], training=False), tf.float32), "example_id": batch["example_id"]}
+    return {"logits": tf.cast(model(_inputs(batch), training=False), tf.float32), "example_id": batch["example_id"]}
 
 
 def train_dataset_fn(input_context, batch_size, skip_batches):

@@ -64,7 +64,7 @@ def test_evaluate_and_predict_keep_the_last_partial_batch(tmp_path):
     data = toy.examples(29)
 
     np.testing.assert_array_equal(predictions["example_id"], np.arange(29))
-    np.testing.assert_allclose(predictions["logits"], trainer.model(data["x"]).numpy(), rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(predictions["logits"], trainer.model({"x": data["x"], "token": data["token"]}).numpy(), rtol=1e-5, atol=1e-6)
     correct = predictions["logits"].argmax(-1) == data["label"]
     evaluation = trainer.evaluate(dataset_fn, toy.metrics_fn, global_batch_size=8)
     assert evaluation["accuracy"] == pytest.approx(correct.mean(), abs=1e-9)  # sum/count, not a mean of means
@@ -102,7 +102,7 @@ def test_gradients_are_clipped_to_global_norm_one(tmp_path):
     batch = toy.examples(8)
     with tf.GradientTape() as tape:
         loss, _ = huge_loss_fn(model, batch)
-    unclipped = [g.numpy() for g in tape.gradient(loss, model.trainable_variables)]
+    unclipped = [tf.convert_to_tensor(g).numpy() for g in tape.gradient(loss, model.trainable_variables)]
     trainer.train(toy.train_dataset_fn, num_train_steps=1, global_batch_size=8)
 
     steps = [b - v.numpy() for b, v in zip(before, model.trainable_variables)]
