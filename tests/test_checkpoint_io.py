@@ -34,11 +34,27 @@ def random_inputs(batch=2, seq=7, vocab=60, seed=0):
             "masked_lm_positions": tf.constant(rng.integers(0, seq - 2, (batch, 3)), tf.int32)}
 
 
+def random_value(name, shape, rng):
+    """Random weights that keep activations near unit scale and attention far from uniform, so the
+    outputs depend on every variable (deep random stacks otherwise collapse every token to one state)."""
+    if name.endswith("/gamma"):
+        value = 1.0 + 0.2 * rng.normal(size=shape)
+    elif len(shape) == 1:
+        value = 0.2 * rng.normal(size=shape)
+    elif "embeddings" in name:
+        value = rng.normal(size=shape)
+    else:
+        fan_in = shape[-1] if name.endswith("output_weights") else shape[0]
+        sharpness = 2.0 if "/self/query/" in name or "/self/key/" in name else 1.0
+        value = sharpness * rng.normal(0, 1 / np.sqrt(fan_in), shape)
+    return value.astype(np.float32)
+
+
 def randomize(model, seed=0):
     """Every variable gets distinct random values, so a swapped or skipped one changes the numbers."""
     rng = np.random.default_rng(seed)
-    for variable in model.weights:
-        variable.assign(rng.normal(0, 0.3, variable.shape).astype(np.float32))
+    for name, variable in sorted(model_variable_map(model).items()):
+        variable.assign(random_value(name, tuple(variable.shape), rng))
     return model
 
 
@@ -104,8 +120,7 @@ def write_tf1_checkpoint(prefix, arrays, scope="", optimizer_slots=False, global
 
 def random_original_weights(config, seed=0):
     rng = np.random.default_rng(seed)
-    return {name: rng.normal(0, 0.3, shape).astype(np.float32)
-            for name, shape in original_names_and_shapes(config).items()}
+    return {name: random_value(name, shape, rng) for name, shape in sorted(original_names_and_shapes(config).items())}
 
 
 # ---- round trips ------------------------------------------------------------------------------
