@@ -49,6 +49,12 @@ def is_start_piece_wordpiece(piece: str) -> bool:
 
 
 def pack_token(token_id: int, is_start_piece: bool) -> int:
+    """One token as the instance functions take it: its id and whole-word start flag in one int.
+
+    Example:
+    >>> pack_token(7, True), pack_token(7, False), pack_token(7, True) >> 1
+    (15, 14, 7)
+    """
     return token_id << 1 | int(is_start_piece)
 
 
