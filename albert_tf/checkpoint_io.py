@@ -26,8 +26,10 @@ name, so nothing is skipped silently.
 
 Strict matching
 - Every variable the model needs must be in the file, and every shape must match.
-- With `allow_missing_heads=True`, head variables (any name outside `bert/`) that the file lacks
-  keep their fresh initialisation and are listed in a warning.
+- With `allow_missing_heads=True`, head variables that the file lacks keep their fresh
+  initialisation and are listed in a warning. Heads are all names outside `bert/`, and the pooler
+  `bert/pooler/dense/*`: only the SOP/NSP objective trains it, and Hugging Face's masked-LM,
+  token-classification and QA models are saved without it.
 - A file variable the model does not use is an error, except the pretraining heads
   `cls/predictions/*` and `cls/seq_relationship/*` when the model has no such head: starting a
   fine-tuning model from a pretraining checkpoint is the normal case. They are logged.
@@ -78,6 +80,7 @@ _ARCHITECTURE_FIELDS = ("vocab_size", "embedding_size", "hidden_size", "num_hidd
                         "intermediate_size", "max_position_embeddings", "type_vocab_size", "num_hidden_groups",
                         "inner_group_num", "share_type")
 _LAYOUT_FIELDS = ("num_hidden_layers", "num_hidden_groups", "share_type")
+POOLER_SCOPE = "bert/pooler/"
 
 
 class CheckpointFormatError(ValueError):
@@ -129,9 +132,9 @@ def _locate_in_directory(directory):
         return CheckpointLocation("hf", directory, directory)
     pickled = sorted(names & set(_PICKLE_FILES))
     if pickled:
-        raise _not_a_checkpoint(directory, f"it holds {pickled} but no {HF_WEIGHTS_NAME}; only safetensors are read "
-                                           f"(pickled weights can run code), so save the model with "
-                                           f"save_pretrained(safe_serialization=True)")
+        raise _not_a_checkpoint(directory, f"it holds {pickled} but no {HF_WEIGHTS_NAME}; Hugging Face weights are "
+                                           f"read only from safetensors (a pickle can run code), so re-save them "
+                                           f"with save_pretrained(..., safe_serialization=True)")
     if "tfhub_module.pb" in names:
         prefix = os.path.join(directory, "variables", "variables")
         return CheckpointLocation(_prefix_format(prefix), prefix, directory)
@@ -179,7 +182,12 @@ def locate_checkpoint(path, format="auto") -> CheckpointLocation:
             if not tf.io.gfile.exists(prefix + ".index"):
                 raise _not_a_checkpoint(path, "no such directory, and no checkpoint index "
                                               f"{prefix}.index")
-            location = CheckpointLocation(_prefix_format(prefix), prefix, os.path.dirname(prefix) or ".")
+            directory = os.path.dirname(prefix) or "."
+            module_directory = os.path.dirname(directory)
+            if os.path.basename(prefix) == "variables" and tf.io.gfile.exists(
+                    os.path.join(module_directory, "tfhub_module.pb")):
+                directory = module_directory
+            location = CheckpointLocation(_prefix_format(prefix), prefix, directory)
     if format != "auto" and location.format != format:
         raise CheckpointFormatError(f"{path} holds a {location.format} checkpoint, not the {format} format "
                                     f"that was asked for.")
@@ -199,7 +207,8 @@ def _as_location(path_or_location):
 
 def find_config(path) -> Optional[Tuple[AlbertConfig, str]]:
     """(config, file it came from) for a checkpoint, or None: `albert_config.json` beside it or
-    in a hub module's `assets/`, else a Hugging Face `config.json`."""
+    in a hub module's `assets/`, else a Hugging Face `config.json` (beside a TF1 or native
+    checkpoint only when it says model_type "albert")."""
     location = _as_location(path)
     directory = location.directory
     for candidate in (os.path.join(directory, ALBERT_CONFIG_NAME),
@@ -208,7 +217,9 @@ def find_config(path) -> Optional[Tuple[AlbertConfig, str]]:
             return AlbertConfig.from_json_file(candidate), candidate
     hf_config_path = os.path.join(directory, HF_CONFIG_NAME)
     if tf.io.gfile.exists(hf_config_path):
-        return hf_names.albert_config_from_hf(_read_json(hf_config_path), source=hf_config_path), hf_config_path
+        values = _read_json(hf_config_path)
+        if location.format == "hf" or values.get("model_type") == "albert":
+            return hf_names.albert_config_from_hf(values, source=hf_config_path), hf_config_path
     return None
 
 
@@ -344,7 +355,7 @@ def _child(graph, node_id, name):
 
 
 def _native_global_step(reader, graph):
-    for path in ("step", "global_step", "optimizer/iterations", "optimizer/_iterations"):
+    for path in ("step", "global_step", "optimizer/_iterations", "optimizer/inner_optimizer/_iterations"):
         node = 0
         for part in path.split("/"):
             node = _child(graph, node, part) if node is not None else None
@@ -368,8 +379,8 @@ def _read_native(location):
     keys, shapes, file_names = {}, {}, {}
     shape_map = reader.get_variable_to_shape_map()
     for path, key in _variable_keys(graph, model_node).items():
-        path = f"encoder/{path}" if is_encoder else path
-        name = native_path_to_tf1_name(path) or _NATIVE_PREFIX + path
+        as_in_pretrainer = f"encoder/{path}" if is_encoder else path
+        name = native_path_to_tf1_name(as_in_pretrainer) or _NATIVE_PREFIX + as_in_pretrainer
         keys[name], shapes[name], file_names[name] = key, tuple(shape_map[key]), f"model/{path}"
     return CheckpointContents(location, shapes, lambda name: reader.get_tensor(keys[name]),
                               global_step=_native_global_step(reader, graph), file_names=file_names)
@@ -483,6 +494,35 @@ def _shape_text(shape):
     return "[" + ",".join(str(dim) for dim in shape) + "]"
 
 
+def is_head_variable(name) -> bool:
+    """Whether allow_missing_heads may leave `name` freshly initialised."""
+    return not name.startswith("bert/") or name.startswith(POOLER_SCOPE)
+
+
+def _mismatch_message(names, contents, config, missing, unexpected, mismatched, allow_missing_heads,
+                      init_from_group0):
+    available = contents.shapes
+    lines = [f"{contents.location.path} ({contents.format}) does not match the model."]
+    file_layout, model_layout = _describe_layout(available), _describe_layout(names)
+    if file_layout != model_layout and not init_from_group0:
+        lines.append(
+            f"Its block layout ({file_layout}) does not match the model's ({model_layout}: num_hidden_groups="
+            f"{config.num_hidden_groups}, inner_group_num={config.inner_group_num}, share_type="
+            f"{config.share_type}); pass init_from_group0 (--init_from_group0) to initialise every group "
+            f"from group 0.")
+    lines.append(f"missing from the file ({len(missing)}):")
+    lines += [f"  {contents.describe(name)} {_shape_text(names[name].shape)}" for name in missing]
+    lines.append(f"unexpected in the file ({len(unexpected)}):")
+    lines += [f"  {contents.describe(name)} {_shape_text(available[name])}" for name in unexpected]
+    lines.append(f"shape mismatches ({len(mismatched)}):")
+    lines += [f"  {contents.describe(name)}: file {_shape_text(file_shape)} vs model {_shape_text(model_shape)}"
+              for name, file_shape, model_shape in mismatched]
+    if missing and not allow_missing_heads and all(map(is_head_variable, missing)):
+        lines.append("Only head variables (or the pooler) are missing: allow_missing_heads "
+                     "(--allow_missing_heads) starts them from a fresh initialisation.")
+    return "\n".join(lines)
+
+
 def _match(names, contents, config, allow_missing_heads, init_from_group0):
     """Model name -> file name for every model variable, or CheckpointMismatchError."""
     available = contents.shapes
@@ -501,31 +541,14 @@ def _match(names, contents, config, allow_missing_heads, init_from_group0):
                if any(name.startswith(scope) for scope in PRETRAINING_HEAD_SCOPES if scope not in head_scopes_in_model)]
     unexpected = [name for name in unexpected if name not in ignored]
     missing = sorted(name for name in names if name not in sources)
-    missing_heads = [name for name in missing if allow_missing_heads and not name.startswith("bert/")]
+    missing_heads = [name for name in missing if allow_missing_heads and is_head_variable(name)]
     missing = [name for name in missing if name not in missing_heads]
     mismatched = sorted((name, available[source], tuple(names[name].shape)) for name, source in sources.items()
                         if tuple(available[source]) != tuple(names[name].shape))
     if missing or unexpected or mismatched:
-        lines = []
-        file_layout, model_layout = _describe_layout(available), _describe_layout(names)
-        if file_layout != model_layout and not init_from_group0:
-            lines.append(
-                f"Its block layout ({file_layout}) does not match the model's ({model_layout}: num_hidden_groups="
-                f"{config.num_hidden_groups}, inner_group_num={config.inner_group_num}, share_type="
-                f"{config.share_type}); pass init_from_group0 (--init_from_group0) to initialise every group "
-                f"from group 0.")
-        lines += [f"missing from the file ({len(missing)}):"]
-        lines += [f"  {contents.describe(name)} {_shape_text(names[name].shape)}" for name in missing]
-        lines += [f"unexpected in the file ({len(unexpected)}):"]
-        lines += [f"  {contents.describe(name)} {_shape_text(available[name])}" for name in unexpected]
-        lines += [f"shape mismatches ({len(mismatched)}):"]
-        lines += [f"  {contents.describe(name)}: file {_shape_text(file_shape)} vs model {_shape_text(model_shape)}"
-                  for name, file_shape, model_shape in mismatched]
-        if missing and not allow_missing_heads and all(not name.startswith("bert/") for name in missing):
-            lines.append("Only head variables are missing: allow_missing_heads (--allow_missing_heads) starts "
-                         "them from a fresh initialisation.")
         raise CheckpointMismatchError(
-            f"{contents.location.path} ({contents.format}) does not match the model.\n" + "\n".join(lines),
+            _mismatch_message(names, contents, config, missing, unexpected, mismatched, allow_missing_heads,
+                              init_from_group0),
             missing=missing, unexpected=unexpected, mismatched=mismatched)
     return sources, missing_heads, ignored
 

@@ -252,6 +252,8 @@ def test_hub_module_directory_with_module_scope(tmp_path):
     load_weights(model, contents)
     _check_against_reference(model, weights, config)
     assert checkpoint_io.find_vocab_files(str(tmp_path)) == [str(tmp_path / "assets" / "30k-clean.model")]
+    prefix = str(tmp_path / "variables" / "variables")
+    assert checkpoint_io.find_config(prefix) == (config, str(tmp_path / "assets" / "albert_config.json"))
 
 
 # ---- strictness -------------------------------------------------------------------------------
@@ -454,6 +456,27 @@ def test_hf_untied_decoder_is_rejected(tmp_path):
         load_weights(AlbertPretrainer(config), str(tmp_path))
 
 
+def test_hf_masked_lm_without_pooler_and_sop_head_needs_allow_missing_heads(tmp_path):
+    """What transformers' AlbertForMaskedLM.save_pretrained writes: no pooler, no SOP classifier."""
+    config = tiny_config()
+    source = randomize(AlbertPretrainer(config))
+    save_weights(source, str(tmp_path), format="hf")
+
+    def drop_pooler_and_sop(state):
+        for name in ("albert.pooler.weight", "albert.pooler.bias", "sop_classifier.classifier.weight",
+                     "sop_classifier.classifier.bias"):
+            del state[name]
+
+    _rewrite_safetensors(str(tmp_path), drop_pooler_and_sop)
+    with pytest.raises(checkpoint_io.CheckpointMismatchError, match="Only head variables \\(or the pooler\\)"):
+        load_weights(AlbertPretrainer(config), str(tmp_path))
+    model = AlbertPretrainer(config)
+    result = load_weights(model, str(tmp_path), allow_missing_heads=True)
+    assert result.missing_heads == ("bert/pooler/dense/bias", "bert/pooler/dense/kernel",
+                                    "cls/seq_relationship/output_bias", "cls/seq_relationship/output_weights")
+    np.testing.assert_array_equal(model.masked_lm_head.output_bias.numpy(), source.masked_lm_head.output_bias.numpy())
+
+
 def test_hf_erf_gelu_is_rejected():
     with pytest.raises(hf_names.HfConversionError, match="exact erf GELU"):
         hf_names.albert_config_from_hf({"model_type": "albert", "hidden_act": "gelu"})
@@ -468,7 +491,7 @@ def test_detection_errors_say_what_was_found(tmp_path):
         checkpoint_io.detect_format(str(tmp_path / "empty"))
     (tmp_path / "torch").mkdir()
     (tmp_path / "torch" / "pytorch_model.bin").write_bytes(b"pickle")
-    with pytest.raises(checkpoint_io.CheckpointFormatError, match="only safetensors are read"):
+    with pytest.raises(checkpoint_io.CheckpointFormatError, match="read only from safetensors"):
         checkpoint_io.detect_format(str(tmp_path / "torch"))
     with pytest.raises(checkpoint_io.CheckpointFormatError, match="no checkpoint index"):
         checkpoint_io.detect_format(str(tmp_path / "nothing_here"))
