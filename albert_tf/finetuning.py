@@ -49,6 +49,11 @@ class DataSplit:
     `num_examples` is the count that sets the steps of `num_train_epochs` for training data (the
     original counts examples, not SQuAD's features). Metrics of an evaluation split get `metric_suffix`
     appended (MNLI's mismatched dev set: "_mismatched"), and its eval_predictions file too.
+
+    Example:
+    >>> split = DataSplit("dev", lambda: tf.data.Dataset.range(3).map(lambda i: {"example_index": i}), 3)
+    >>> [int(row["example_index"]) for row in split.dataset()]
+    [0, 1, 2]
     """
 
     name: str
@@ -95,6 +100,12 @@ class FinetuningOptions:
 
     Give `train_step` (with `warmup_step`) or `num_train_epochs` (with `warmup_proportion`); the original
     GLUE and RACE scripts count steps, its SQuAD scripts count epochs.
+
+    Example:
+    >>> options = FinetuningOptions(output_dir="/tmp/squad", preset="albert-base", max_seq_length=384,
+    ...                             train_step=None, num_train_epochs=2.0, warmup_proportion=0.1, do_train=True)
+    >>> resolve_train_steps(options, num_train_examples=88000)
+    (5500, 550)
     """
 
     output_dir: str

@@ -41,7 +41,13 @@ _CSV_FIELD_SIZE_LIMIT = min(sys.maxsize, 2 ** 31 - 1)
 
 @dataclasses.dataclass(frozen=True)
 class GlueTask:
-    """One GLUE task: its label list (the original's order), files, tensorflow-datasets names and metrics."""
+    """One GLUE task: its label list (the original's order), files, tensorflow-datasets names and metrics.
+
+    Example:
+    >>> task = get_task("MNLI")
+    >>> task.labels, task.eval_splits, task.submission_files["test_mismatched"]
+    (('contradiction', 'entailment', 'neutral'), ['dev_matched', 'dev_mismatched'], 'MNLI-mm.tsv')
+    """
 
     name: str
     labels: Optional[Sequence[str]]  # None: regression (STS-B).
@@ -123,11 +129,34 @@ PAPER_HPARAMS = {
     "mrpc": dict(warmup_step=200, learning_rate=2e-5, train_step=800, train_batch_size=32),
 }
 _TASK_ALIASES = {"sst2": "sst-2", "stsb": "sts-b", "diagnostic": "ax"}
+_STEP_HPARAMS = ("train_step", "warmup_step")
+
+
+def paper_hparams(task_name: str, explicit: Sequence[str] = ()) -> Dict[str, object]:
+    """run_glue.sh's hyperparameters for a task, except those named in `explicit` (flags the user gave).
+
+    Giving num_train_epochs or warmup_proportion drops the table's step counts too.
+
+    Example:
+    >>> paper_hparams("mrpc", explicit=["learning_rate"])
+    {'warmup_step': 200, 'train_step': 800, 'train_batch_size': 32}
+    """
+    task = get_task(task_name)
+    if task.name not in PAPER_HPARAMS:
+        raise ValueError(f"run_glue.sh has no hyperparameters for {task.name!r}; it has {', '.join(PAPER_HPARAMS)}.")
+    counts_epochs = bool({"num_train_epochs", "warmup_proportion"} & set(explicit))
+    return {name: value for name, value in PAPER_HPARAMS[task.name].items()
+            if name not in explicit and not (counts_epochs and name in _STEP_HPARAMS)}
 
 
 @dataclasses.dataclass
 class GlueExample:
-    """One sentence (pair); `label` is a string of the task's list, a float for STS-B, None for test data."""
+    """One sentence (pair); `label` is a string of the task's list, a float for STS-B, None for test data.
+
+    Example:
+    >>> GlueExample(guid="0", text_a="The cat sat.", text_b="It sat.", label="entailment").label
+    'entailment'
+    """
 
     guid: str
     text_a: str

@@ -30,7 +30,13 @@ MERGED_FILE = "all.txt"
 
 @dataclasses.dataclass
 class RaceExample:
-    """One question: `label` is the index of the right option (0-3), `level` "middle" or "high"."""
+    """One question: `label` is the index of the right option (0-3), `level` "middle" or "high".
+
+    Example:
+    >>> example = RaceExample("high1.txt-0", "high", "Tom has a cat.", "Tom has a _.", ["cat", "dog", "cow", "hen"], 0)
+    >>> [question_with_option(example.question, option) for option in example.options][:2]
+    ['Tom has a cat.', 'Tom has a dog.']
+    """
 
     example_id: str
     level: str

@@ -31,12 +31,9 @@ flags.mark_flag_as_required("task_name")
 def _options(task):
     overrides = {}
     if FLAGS.use_paper_hparams:
-        if task.name not in glue.PAPER_HPARAMS:
-            raise ValueError(f"--use_paper_hparams: run_glue.sh has no hyperparameters for {task.name!r}; it has "
-                             f"{', '.join(glue.PAPER_HPARAMS)}.")
-        counts_epochs = FLAGS["num_train_epochs"].present or FLAGS["warmup_proportion"].present
-        overrides = {name: value for name, value in glue.PAPER_HPARAMS[task.name].items()
-                     if not FLAGS[name].present and not (counts_epochs and name in ("train_step", "warmup_step"))}
+        explicit = [name for name in ("learning_rate", "train_step", "warmup_step", "train_batch_size",
+                                      "num_train_epochs", "warmup_proportion") if FLAGS[name].present]
+        overrides = glue.paper_hparams(task.name, explicit)
         logging.info("run_glue.sh hyperparameters for %s: %s", task.name, overrides)
     options = finetuning_flags.finetuning_options(**overrides)
     if task.name == "ax" and (options.do_train or options.do_eval):
@@ -64,13 +61,22 @@ def _splits(task, options, tokenizer):
                   for split in (task.eval_splits if options.do_eval else [])]
     prediction = [load(task, split) for split in (task.test_splits if options.do_predict else [])]
     if options.do_predict and task.name == "mnli":
-        ax = glue.get_task("ax")
-        if FLAGS.tfds or tf.io.gfile.exists(glue.split_file(FLAGS.data_dir, ax, "test")):
-            prediction.append(load(ax, "test", name="ax_test"))
-        else:
-            logging.warning("No %s: AX.tsv (predicted by the MNLI model) is not written.",
-                            glue.split_file(FLAGS.data_dir, ax, "test"))
+        prediction.extend(_diagnostic_split(load))
     return train, evaluation, prediction, examples
+
+
+def _diagnostic_split(load):
+    """The AX diagnostic set, which GLUE scores with the MNLI model, when the data source has it."""
+    ax = glue.get_task("ax")
+    if not FLAGS.tfds and not tf.io.gfile.exists(glue.split_file(FLAGS.data_dir, ax, "test")):
+        logging.warning("No %s: AX.tsv (predicted by the MNLI model) is not written.",
+                        glue.split_file(FLAGS.data_dir, ax, "test"))
+        return []
+    try:
+        return [load(ax, "test", name="ax_test")]
+    except ValueError as error:
+        logging.warning("AX.tsv (predicted by the MNLI model) is not written: %s", error)
+        return []
 
 
 def _glue_task(task, options, tokenizer):

@@ -172,6 +172,26 @@ def test_tfds_examples_with_mock_data():
     assert all(example.label in ("entailment", "not_entailment") for example in qnli)
 
 
+def test_tfds_features_are_cached_by_example_content(tokenizer, tmp_path):
+    with tfds.testing.mock_data(num_examples=3):
+        examples, features = glue.load_split(glue.get_task("rte"), "train", tokenizer, 16, str(tmp_path),
+                                             use_tfds=True)
+    rows = list(features.dataset().as_numpy_iterator())
+    assert features.num_examples == 3 and len(rows) == 3
+    labels = [glue.get_task("rte").labels[row["label_ids"]] for row in rows]
+    assert labels == [example.label for example in examples]
+
+
+def test_paper_hparams_are_run_glue_sh_and_yield_to_explicit_flags():
+    assert glue.paper_hparams("MNLI") == dict(warmup_step=1000, learning_rate=3e-5, train_step=10000,
+                                              train_batch_size=128)
+    assert glue.paper_hparams("sts-b", explicit=["train_batch_size"]) == dict(warmup_step=214, learning_rate=2e-5,
+                                                                              train_step=3598)
+    assert glue.paper_hparams("rte", explicit=["num_train_epochs"]) == dict(learning_rate=3e-5, train_batch_size=32)
+    with pytest.raises(ValueError, match="no hyperparameters for 'wnli'"):
+        glue.paper_hparams("wnli")
+
+
 def test_tfds_not_prepared_is_a_clear_error(tmp_path):
     with pytest.raises(ValueError, match=r"glue/rte is not prepared under .*tfds build glue/rte"):
         glue.read_tfds_examples(glue.get_task("rte"), "train", data_dir=str(tmp_path))
@@ -267,8 +287,18 @@ def test_run_glue_learns_writes_predictions_and_restarts_from_a_tf1_checkpoint(t
     checkpoint_io.save_checkpoint_directory(model, str(tmp_path / "tf1"), "tf1",
                                             vocab_files=[tokenizer.spm_model_file])
     _run_glue(*common, f"--output_dir={tmp_path / 'from_tf1'}", f"--init_checkpoint={tmp_path / 'tf1'}",
-              "--do_eval", "--do_predict")
+              "--do_eval", "--do_predict", f"--export_dir={tmp_path / 'export'}")
     again = json.loads((tmp_path / "from_tf1" / "eval_results.json").read_text())
     assert again["accuracy"] == pytest.approx(results["accuracy"]) and again["global_step"] == 0
     assert (tmp_path / "from_tf1" / "MRPC.tsv").read_text() == (tmp_path / "run" / "MRPC.tsv").read_text()
     assert sorted(os.listdir(tmp_path / "cache")) == cached  # the same dev and test features were reused
+
+    # The exported SavedModel serves the same predictions from raw ids.
+    features = [glue.convert_example(glue.GlueExample(str(index), text_a, text_b, None), index,
+                                     glue.get_task("mrpc"), tokenizer, 32)
+                for index, (text_a, text_b) in enumerate([("the model", "lamb lamb the lamb"), ("a block", "of depth")])]
+    serve = tf.saved_model.load(str(tmp_path / "export")).signatures["serving_default"]
+    served = serve(**{name: tf.constant([feature[name] for feature in features], tf.int32)
+                      for name in ("input_word_ids", "input_mask", "input_type_ids")})
+    assert served["probabilities"].shape == (2, 2)
+    assert served["probabilities"].numpy().argmax(-1).tolist() == [1, 0]
