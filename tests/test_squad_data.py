@@ -1,0 +1,351 @@
+"""SQuAD readers, character alignment, features, caching and post-processing (data_gen.squad*)."""
+import json
+import random
+import string
+
+import numpy as np
+import pytest
+import sentencepiece as spm
+
+from albert_tf.tokenization import AlbertTokenizer
+from data_gen import squad, squad_postprocess
+from data_gen.squad import FeatureAlignment, SquadExample
+
+PARAGRAPH = "In 1990, Café Naïve RÉSUMÉ met 1,000, PEOPLE (approximately) in Zürich."
+
+
+@pytest.fixture(scope="module")
+def spm_model(tmp_path_factory):
+    """A SentencePiece model that keeps "1990," and "1,000," whole, so the digit-comma rule has work to do.
+
+    The original spm_train flags split digits from other characters (split_by_number), so this model
+    is trained directly with split_by_number=False, like the released 30k-clean.model behaves.
+    """
+    directory = tmp_path_factory.mktemp("squad_spm")
+    rng = random.Random(0)
+    words = ["".join(rng.choice(string.ascii_lowercase) for _ in range(rng.randint(3, 7))) for _ in range(250)]
+    words += ["1990,"] * 40 + ["1,000,"] * 40 + ["cafe", "naive", "resume", "people", "zurich"] * 10
+    corpus = directory / "corpus.txt"
+    corpus.write_text("".join(" ".join(rng.choice(words) for _ in range(12)) + ".\n" for _ in range(3000)))
+    spm.SentencePieceTrainer.train(input=str(corpus), model_prefix=str(directory / "squad"), vocab_size=250,
+                                   hard_vocab_limit=False, model_type="unigram", pad_id=0, unk_id=1, bos_id=-1,
+                                   eos_id=-1,
+                                   control_symbols=["[CLS]", "[SEP]", "[MASK]"], split_by_number=False,
+                                   minloglevel=2)
+    return str(directory / "squad.model")
+
+
+@pytest.fixture(scope="module")
+def tokenizer(spm_model):
+    return AlbertTokenizer(spm_model_file=spm_model)
+
+
+# ---- alignment -----------------------------------------------------------------------------------
+
+def test_normalize_with_alignment_maps_back_to_raw_characters():
+    raw = "  Ça\u00a0 va,\tNAÏVE ﬁ  "
+    normalized, origins = squad.normalize_with_alignment(raw)
+    assert normalized == "ca va, naive fi"
+    # Each normalised character comes from the raw character at its origin; the ligature gives two.
+    assert [raw[origin] for origin in origins] == list("Ça\u00a0va,\tNAÏVE ﬁﬁ")
+    cased, _ = squad.normalize_with_alignment(raw, lower=False)
+    assert cased == "Ca va, NAIVE fi"
+
+
+def test_digit_comma_pieces_keep_their_characters(tokenizer, spm_model):
+    raw_pieces = spm.SentencePieceProcessor(model_file=spm_model).encode("in 1990, 1,000,", out_type=str)
+    assert "▁1990," in raw_pieces and "▁1,000," in raw_pieces  # the rule has something to split
+    tokens = squad.align_paragraph(tokenizer, PARAGRAPH)
+    assert tokens.pieces == tokenizer.tokenize(PARAGRAPH)
+    assert "▁1990," not in tokens.pieces and "▁1,000," not in tokens.pieces
+    texts = [PARAGRAPH[start:end + 1] for start, end in zip(tokens.piece_start_char, tokens.piece_end_char)]
+    # Every piece maps to the raw text it came from, in order, digits and the split-off comma separately
+    # (a piece that is only a word-start marker maps to the space before the word).
+    assert "".join(texts).replace(" ", "") == PARAGRAPH.replace(" ", "")
+    comma_after_1990 = PARAGRAPH.index("1990,") + 4
+    assert tokens.pieces[tokens.char_first_piece[comma_after_1990]] == ","
+    assert tokens.piece_start_char[tokens.char_first_piece[comma_after_1990]] == comma_after_1990
+
+
+@pytest.mark.parametrize("answer", ["1990", "Café Naïve RÉSUMÉ", "1,000", "1,000, PEOPLE", "PEOPLE (approximately)",
+                                    "Zürich.", "In 1990,"])
+def test_answer_round_trip_recovers_the_exact_original_text(tokenizer, answer):
+    tokens = squad.align_paragraph(tokenizer, PARAGRAPH)
+    first, last = squad.answer_piece_span(tokens, PARAGRAPH, answer, PARAGRAPH.index(answer))
+    recovered = PARAGRAPH[tokens.piece_start_char[first]:tokens.piece_end_char[last] + 1].strip()
+    assert recovered == answer
+
+
+def test_answer_that_does_not_match_its_offsets_is_rejected(tokenizer):
+    tokens = squad.align_paragraph(tokenizer, PARAGRAPH)
+    assert squad.answer_piece_span(tokens, PARAGRAPH, "1990", PARAGRAPH.index("1990") + 1) is None
+    assert squad.answer_piece_span(tokens, PARAGRAPH, "Zürich.", len(PARAGRAPH) - 3) is None
+    assert squad.answer_piece_span(tokens, PARAGRAPH, "  ", 2) is None
+    # Whitespace differences alone are tolerated, as BERT's reader does.
+    start = PARAGRAPH.index("1,000,")
+    assert squad.answer_piece_span(tokens, PARAGRAPH, "1,000,\tPEOPLE", start) is not None
+
+
+def test_wordpiece_tokenizer_is_refused(tmp_path):
+    vocab = tmp_path / "vocab.txt"
+    vocab.write_text("[PAD]\n[UNK]\n[CLS]\n[SEP]\n[MASK]\na\n")
+    with pytest.raises(ValueError, match="need a SentencePiece model"):
+        squad.align_paragraph(AlbertTokenizer(vocab_file=str(vocab)), "a")
+
+
+# ---- spans and features --------------------------------------------------------------------------
+
+def test_doc_spans_and_max_context():
+    spans = squad.doc_spans(10, 4, 3)
+    assert spans == [(0, 4), (3, 4), (6, 4)]
+    assert squad.doc_spans(4, 4, 3) == [(0, 4)]
+    # Token 3: span 0 has (left 3, right 0), span 1 (0, 3): equal scores, the first span wins.
+    assert [squad.is_max_context(spans, index, 3) for index in range(3)] == [True, False, False]
+    # Token 6: span 1 has min(3, 0) = 0, span 2 has min(0, 3) = 0: the first wins again; token 5 -> span 1.
+    assert [squad.is_max_context(spans, index, 6) for index in range(3)] == [False, True, False]
+    assert [squad.is_max_context(spans, index, 5) for index in range(3)] == [False, True, False]
+
+
+def _long_example(tokenizer):
+    words = ["alpha", "bravo", "charlie", "delta", "echo", "foxtrot", "golf", "hotel", "india", "juliet"]
+    context = " ".join(words * 3) + " Café Naïve 1990, end."
+    answer = "Café Naïve 1990"
+    return SquadExample("long", "Which words and which year come right before the end of this paragraph?",
+                        context, [answer], answer, context.index(answer))
+
+
+def test_features_layout_spans_and_positions(tokenizer):
+    example = _long_example(tokenizer)
+    max_seq_length, max_query_length, doc_stride = 40, 6, 10
+    stats = squad.ConversionStats()
+    features = list(squad.convert_examples_to_features(
+        [example], tokenizer, max_seq_length=max_seq_length, doc_stride=doc_stride,
+        max_query_length=max_query_length, is_training=True, stats=stats))
+    doc_pieces = tokenizer.tokenize(example.paragraph_text)
+    query_ids = tokenizer.encode(example.question_text)
+    assert len(query_ids) > max_query_length
+    max_doc = max_seq_length - max_query_length - 3
+    assert [(f.doc_span_index, f.unique_id) for f in features] == [
+        (index, squad.FIRST_UNIQUE_ID + index) for index in range(len(squad.doc_spans(len(doc_pieces), max_doc,
+                                                                                      doc_stride)))]
+    assert stats.num_features == len(features) > 2 and stats.num_skipped == 0
+    doc_offset = max_query_length + 2
+    for feature in features:
+        length = sum(feature.input_mask)
+        assert feature.input_ids[0] == tokenizer.cls_id
+        assert feature.input_ids[1:doc_offset - 1] == query_ids[:max_query_length]
+        assert feature.input_ids[doc_offset - 1] == tokenizer.sep_id
+        assert feature.input_ids[length - 1] == tokenizer.sep_id and feature.input_ids[length:] == [0] * (
+            max_seq_length - length)
+        assert feature.segment_ids == [0] * doc_offset + [1] * (length - doc_offset) + [0] * (max_seq_length - length)
+        assert feature.p_mask == [0] + [1] * (doc_offset - 1) + [0] * (length - doc_offset - 1) + [1] * (
+            max_seq_length - length + 1)
+        assert all((value >= 0) == (doc_offset <= position < length - 1)
+                   for position, value in enumerate(feature.token_start_char))
+    # Every document piece is max-context in exactly one span.
+    counts = {}
+    for feature in features:
+        start = feature.doc_span_index * doc_stride
+        for position in range(doc_offset, sum(feature.input_mask) - 1):
+            counts[start + position - doc_offset] = counts.get(start + position - doc_offset, 0) + \
+                feature.token_is_max_context[position]
+    assert counts == {piece: 1 for piece in range(len(doc_pieces))}
+    # Spans holding the whole answer point at it; the others are impossible with start = end = 0.
+    holding = [f for f in features if not f.is_impossible]
+    assert holding and all(f.start_position == f.end_position == 0 for f in features if f.is_impossible)
+    for feature in holding:
+        text = example.paragraph_text[feature.token_start_char[feature.start_position]:
+                                      feature.token_end_char[feature.end_position] + 1]
+        assert text == "Café Naïve 1990"
+
+
+def test_training_skips_mismatched_answers_and_evaluation_skips_nothing(tokenizer):
+    good = SquadExample("good", "Where?", PARAGRAPH, ["Zürich"], "Zürich", PARAGRAPH.index("Zürich"))
+    shifted = SquadExample("shifted", "Where?", PARAGRAPH, ["Zürich"], "Zürich", PARAGRAPH.index("Zürich") + 2)
+    impossible = SquadExample("none", "Who?", PARAGRAPH, [], is_impossible=True)
+    stats = squad.ConversionStats()
+    features = list(squad.convert_examples_to_features(
+        [good, shifted, impossible], tokenizer, max_seq_length=64, doc_stride=16, max_query_length=8,
+        is_training=True, stats=stats))
+    assert (stats.num_examples, stats.num_skipped, stats.skipped_ids) == (3, 1, ["shifted"])
+    assert [(f.example_index, f.is_impossible, f.start_position, f.end_position) for f in features][1] == (
+        2, True, 0, 0)
+    assert features[0].start_position > 0
+    evaluation = list(squad.convert_examples_to_features(
+        [good, shifted, impossible], tokenizer, max_seq_length=64, doc_stride=16, max_query_length=8,
+        is_training=False))
+    assert [feature.example_index for feature in evaluation] == [0, 1, 2]
+
+
+def test_lengths_are_checked(tokenizer):
+    with pytest.raises(ValueError, match=r"max_seq_length \(10\) must be greater than max_query_length \(7\) \+ 3"):
+        list(squad.convert_examples_to_features([], tokenizer, max_seq_length=10, doc_stride=4, max_query_length=7,
+                                                is_training=False))
+
+
+# ---- readers -------------------------------------------------------------------------------------
+
+def _write_json(path, qas, context=PARAGRAPH):
+    path.write_text(json.dumps({"version": "v2.0", "data": [{"title": "t", "paragraphs": [
+        {"context": context, "qas": qas}]}]}))
+    return str(path)
+
+
+def test_read_json_v1_and_v2(tmp_path):
+    answer = {"text": "Zürich", "answer_start": PARAGRAPH.index("Zürich")}
+    path = _write_json(tmp_path / "v2.json", [
+        {"id": "a", "question": "Where?", "answers": [answer, dict(answer, text="in Zürich", answer_start=58)]},
+        {"id": "b", "question": "Who?", "answers": [], "is_impossible": True,
+         "plausible_answers": [{"text": "PEOPLE", "answer_start": 38}]}])
+    examples = squad.read_squad_examples(path, is_training=False)
+    assert [(e.qas_id, e.answer_texts, e.is_impossible) for e in examples] == [
+        ("a", ["Zürich", "in Zürich"], False), ("b", [], True)]
+    assert squad.gold_answers(examples) == {"a": ["Zürich", "in Zürich"], "b": []}
+    with pytest.raises(ValueError, match="Training question 'a' in .* has 2 answers"):
+        squad.read_squad_examples(path, is_training=True)
+    single = _write_json(tmp_path / "train.json", [
+        {"id": "a", "question": "Where?", "answers": [answer]},
+        {"id": "b", "question": "Who?", "answers": [], "is_impossible": True}])
+    train = squad.read_squad_examples(single, is_training=True)
+    assert [(e.answer_text, e.answer_start, e.is_impossible) for e in train] == [
+        ("Zürich", answer["answer_start"], False), ("", -1, True)]
+
+
+def test_read_errors_name_the_file(tmp_path):
+    repeated = _write_json(tmp_path / "repeated.json", [{"id": "a", "question": "?", "answers": []}] * 2)
+    with pytest.raises(ValueError, match="Question id 'a' appears 2 times in .*repeated.json"):
+        squad.read_squad_examples(repeated, is_training=False)
+    (tmp_path / "bad.json").write_text("{\"paragraphs\": []}")
+    with pytest.raises(ValueError, match="bad.json.*no top-level \"data\" list"):
+        squad.read_squad_examples(str(tmp_path / "bad.json"), is_training=False)
+    missing = _write_json(tmp_path / "missing.json", [{"id": "a", "answers": []}])
+    with pytest.raises(ValueError, match="missing.json' lacks the key 'question' after 0 questions"):
+        squad.read_squad_examples(missing, is_training=False)
+    with pytest.raises(ValueError, match="tfds:squad/v3:train.*is not a tensorflow-datasets source"):
+        squad.read_squad_examples("tfds:squad/v3:train", is_training=False)
+
+
+def test_unprepared_tfds_is_a_clear_error(tmp_path):
+    with pytest.raises(FileNotFoundError, match="'squad/v2.0' .*split 'train'.* not prepared .*nothing is downloaded"):
+        squad.read_squad_examples("tfds:squad/v2.0:train", is_training=True, tfds_data_dir=str(tmp_path))
+
+
+@pytest.mark.parametrize("name", ["squad/v1.1", "squad/v2.0"])
+def test_read_tfds_with_mock_data(name):
+    import tensorflow_datasets as tfds
+
+    with tfds.testing.mock_data(num_examples=4):
+        examples = squad.read_squad_examples(f"tfds:{name}:validation", is_training=False)
+    assert len(examples) == 4
+    assert all(isinstance(example.paragraph_text, str) and example.qas_id for example in examples)
+    assert all(isinstance(text, str) for example in examples for text in example.answer_texts)
+
+
+# ---- caching -------------------------------------------------------------------------------------
+
+def test_cached_features_and_alignment(tokenizer, tmp_path):
+    answer = {"text": "Zürich", "answer_start": PARAGRAPH.index("Zürich")}
+    path = _write_json(tmp_path / "dev.json", [{"id": "a", "question": "Where?", "answers": [answer]},
+                                               {"id": "b", "question": "Who met?", "answers": [answer]}])
+    examples = squad.read_squad_examples(path, is_training=False)
+    kwargs = dict(doc_stride=8, max_query_length=8, is_training=False, cached_dir=str(tmp_path / "cache"))
+    cached = squad.load_features(path, examples, tokenizer, max_seq_length=24, **kwargs)
+    again = squad.load_features(path, examples, tokenizer, max_seq_length=24, **kwargs)
+    longer = squad.load_features(path, examples, tokenizer, max_seq_length=32, **kwargs)
+    assert again.path == cached.path and longer.path != cached.path
+    features = list(squad.convert_examples_to_features(examples, tokenizer, max_seq_length=24, doc_stride=8,
+                                                       max_query_length=8, is_training=False))
+    assert cached.num_examples == len(features) > 2
+    expected = FeatureAlignment.from_features(features)
+    actual = FeatureAlignment.from_cached(cached)
+    for field in ("unique_ids", "example_index", "token_start_char", "token_end_char", "token_is_max_context"):
+        np.testing.assert_array_equal(getattr(actual, field), getattr(expected, field))
+    batch = next(iter(cached.dataset().map(squad.model_batch).batch(2)))
+    assert sorted(batch) == ["input_mask", "input_type_ids", "input_word_ids", "p_mask", "unique_ids"]
+    assert batch["p_mask"].dtype.name == "float32"
+    assert batch["input_word_ids"].numpy()[0].tolist() == features[0].input_ids
+
+
+# ---- post-processing -----------------------------------------------------------------------------
+
+CONTEXT = "Ann met Bob in Paris."
+
+
+def _alignment():
+    """Two spans of CONTEXT ([CLS] q [SEP] <doc> [SEP]): span 0 = Ann met Bob, span 1 = Bob in Paris.
+
+    Pieces: Ann(0-2) met(4-6) Bob(8-10) in(12-13) Paris.(15-20). "Bob" is max context in span 0.
+    """
+    starts = [[-1, -1, -1, 0, 4, 8, -1, -1], [-1, -1, -1, 8, 12, 15, -1, -1]]
+    ends = [[-1, -1, -1, 2, 6, 10, -1, -1], [-1, -1, -1, 10, 13, 20, -1, -1]]
+    max_context = [[0, 0, 0, 1, 1, 1, 0, 0], [0, 0, 0, 0, 1, 1, 0, 0]]
+    return FeatureAlignment(unique_ids=np.array([11, 12]), example_index=np.array([0, 0]),
+                            token_start_char=np.array(starts), token_end_char=np.array(ends),
+                            token_is_max_context=np.array(max_context))
+
+
+def test_postprocess_v1_on_crafted_logits():
+    example = SquadExample("q", "Where?", CONTEXT, ["Paris"])
+    start = np.full((2, 8), -10.0)
+    end = np.full((2, 8), -10.0)
+    start[1, 3], end[1, 3] = 9.0, 1.0    # "Bob" in span 1 is not max context: never a start there
+    start[1, 5], end[1, 5] = 4.0, 5.0    # "Paris." -> 9
+    start[0, 4], end[0, 5] = 3.0, 2.0    # "met Bob" -> 5
+    start[0, 1], end[0, 1] = 20.0, 20.0  # question position: invalid
+    start[1, 4], end[1, 4] = 0.5, 6.0    # "in" -> 6.5, "in Paris." -> 5.5; (5, 4) ends before it starts
+    results = {"unique_ids": np.array([12, 11]), "start_logits": start[::-1], "end_logits": end[::-1]}
+    # The 4 best starts x 4 best ends of each span; beyond the four above, only "Ann met Bob" (-8) and
+    # "Ann" (-20) are valid, and they fall outside the n-best.
+    predictions, nbest = squad_postprocess.postprocess_v1([example], _alignment(), results, n_best_size=4,
+                                                          max_answer_length=3)
+    assert predictions == {"q": "Paris."}
+    entries = nbest["q"]
+    assert [entry["text"] for entry in entries] == ["Paris.", "in", "in Paris.", "met Bob"]
+    assert [entry["start_logit"] + entry["end_logit"] for entry in entries] == [9.0, 6.5, 5.5, 5.0]
+    assert sum(entry["probability"] for entry in entries) == pytest.approx(1.0)
+    assert entries[0]["probability"] == pytest.approx(1 / (1 + np.exp(-2.5) + np.exp(-3.5) + np.exp(-4.0)))
+    assert list(entries[0]) == ["text", "probability", "start_logit", "end_logit"]
+
+
+def test_postprocess_v1_without_valid_answer_gives_empty():
+    example = SquadExample("q", "Where?", CONTEXT, ["Paris"])
+    logits = np.zeros((2, 8))
+    predictions, nbest = squad_postprocess.postprocess_v1([example], _alignment(), {
+        "unique_ids": np.array([11, 12]), "start_logits": logits, "end_logits": logits}, max_answer_length=0)
+    assert predictions == {"q": "empty"} and nbest["q"][0]["probability"] == 1.0
+
+
+def _v2_results():
+    # Beam of 2 starts x 2 ends; end beam j of start i sits at i * 2 + j.
+    return {"unique_ids": np.array([11, 12]),
+            "start_top_log_probs": np.array([[-0.5, -1.0], [-0.2, -3.0]]),
+            "start_top_index": np.array([[5, 1], [5, 3]]),
+            "end_top_log_probs": np.array([[-0.1, -2.0, -0.1, -0.1], [-0.3, -0.4, -0.1, -0.1]]),
+            "end_top_index": np.array([[5, 6, 1, 5], [5, 4, 3, 3]]),
+            "cls_logits": np.array([1.5, -0.25])}
+
+
+def test_postprocess_v2_on_crafted_beam():
+    example = SquadExample("q", "Where?", CONTEXT, ["Paris"])
+    best, nbest, null_odds = squad_postprocess.postprocess_v2([example], _alignment(), _v2_results())
+    # Valid: span 0 (5, 5) "Bob" -0.6; span 1 (5, 5) "Paris." -0.5. (5, 6) ends on [SEP], (1, .) is the
+    # question, (5, 4) ends before its start, span 1's start 3 is not max context.
+    assert [(entry["text"], entry["start_log_prob"] + entry["end_log_prob"]) for entry in nbest["q"]] == [
+        ("Paris.", pytest.approx(-0.5)), ("Bob", pytest.approx(-0.6))]
+    assert best == {"q": "Paris."}
+    assert null_odds == {"q": -0.25}  # the smaller cls_logit of the two spans
+    assert squad_postprocess.apply_null_threshold(best, null_odds, -0.25) == {"q": "Paris."}
+    assert squad_postprocess.apply_null_threshold(best, null_odds, -0.3) == {"q": ""}
+    assert squad_postprocess.apply_null_threshold(best, null_odds, None) == {"q": "Paris."}
+
+
+def test_postprocess_needs_every_result_and_writes_official_files(tmp_path):
+    example = SquadExample("q", "Where?", CONTEXT, ["Paris"])
+    results = _v2_results()
+    with pytest.raises(ValueError, match="No model result for feature unique_id 12"):
+        squad_postprocess.postprocess_v2([example], _alignment(), dict(results, unique_ids=np.array([11, 13])))
+    best, nbest, null_odds = squad_postprocess.postprocess_v2([example], _alignment(), results)
+    paths = squad_postprocess.write_prediction_files(str(tmp_path), best, nbest, null_odds)
+    assert json.loads(open(paths["predictions.json"]).read()) == {"q": "Paris."}
+    assert json.loads(open(paths["null_odds.json"]).read()) == {"q": -0.25}
+    assert json.loads(open(paths["nbest_predictions.json"]).read())["q"][0]["text"] == "Paris."
