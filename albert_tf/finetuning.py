@@ -340,9 +340,10 @@ def run_finetuning(task: FinetuningTask, options: FinetuningOptions) -> Dict[str
         evaluation = _evaluate_checkpoints(trainer, task, options, train_steps)
         results.update(eval=evaluation["final"], best=evaluation["best"])
         best_checkpoint = evaluation["best"].get("checkpoint")
-    prediction_checkpoint = best_checkpoint or tf.train.latest_checkpoint(options.output_dir)
     if options.do_predict or options.export_dir:
+        prediction_checkpoint = _prediction_checkpoint(options, best_checkpoint)
         if prediction_checkpoint:
+            logging.info("Predicting and exporting with %s.", prediction_checkpoint)
             trainer.restore(prediction_checkpoint)
         else:
             logging.warning("No fine-tuned checkpoint in %s: predicting with the initial weights.",
@@ -357,6 +358,18 @@ def run_finetuning(task: FinetuningTask, options: FinetuningOptions) -> Dict[str
     if options.export_dir:
         export_saved_model(model, task.input_signature, task.serving_fn, options.export_dir)
     return results
+
+
+def _prediction_checkpoint(options, best_checkpoint):
+    """This run's best checkpoint; else the last one if this run trained; else an earlier run's best/
+    (the original always predicted with model.ckpt-best); else the last checkpoint; else None."""
+    if best_checkpoint:
+        return best_checkpoint
+    latest = tf.train.latest_checkpoint(options.output_dir)
+    earlier_best = os.path.join(options.output_dir, BEST_DIR_NAME, BEST_CHECKPOINT_NAME)
+    if not options.do_train and tf.io.gfile.exists(earlier_best + ".index"):
+        return earlier_best
+    return latest
 
 
 def _example_inputs(input_signature):

@@ -116,10 +116,14 @@ def test_eval_without_checkpoint_uses_initial_weights_and_returns(tmp_path):
     assert 0.0 <= json.loads((tmp_path / "eval_results.json").read_text())["accuracy"] <= 1.0
 
 
-def test_eval_only_run_evaluates_the_latest_checkpoint_of_a_previous_run(tmp_path):
-    finetuning.run_finetuning(_task({}), _options(tmp_path, do_train=True))
+def test_later_runs_evaluate_and_predict_with_the_checkpoints_of_earlier_ones(tmp_path):
+    trained = finetuning.run_finetuning(_task({}), _options(tmp_path, do_train=True, do_predict=True))
+    assert trained["prediction_checkpoint"] == str(tmp_path / "ckpt-60")
     results = finetuning.run_finetuning(_task({}), _options(tmp_path, do_eval=True))
     assert results["eval"]["global_step"] == 60 and results["eval"]["accuracy"] > 0.85
+    # As the original predicted with model.ckpt-best, a prediction-only run uses best/ when there is one.
+    predicted = finetuning.run_finetuning(_task({}), _options(tmp_path, do_predict=True))
+    assert predicted["prediction_checkpoint"] == str(tmp_path / "best" / "ckpt-best")
 
 
 def test_bad_options_are_named(tmp_path):
