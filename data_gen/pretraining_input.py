@@ -12,6 +12,7 @@ input_word_ids, input_mask, input_type_ids [batch, max_seq_length]; masked_lm_po
 masked_lm_weights [batch, max_predictions_per_seq]; next_sentence_labels [batch].
 """
 
+import collections
 import logging
 from typing import Dict, List, Optional, Sequence, Tuple, Union
 
@@ -174,6 +175,35 @@ def pretraining_dataset_fn(input_pattern: Union[str, Sequence[str]], *, max_seq_
         return dataset.skip(skip_batches) if skip_batches else dataset
 
     return dataset_fn
+
+
+def masked_lm_majority_baseline(train_pattern: Union[str, Sequence[str]], eval_pattern: Union[str, Sequence[str]],
+                                *, max_seq_length: int, max_predictions_per_seq: int,
+                                batch_size: int = 256) -> Dict[str, float]:
+    """The trivial MLM baseline: always predict the most frequent masked token of the training data.
+
+    Returns {"token_id", "accuracy"} where accuracy is over the evaluation data's real masked positions.
+    """
+    def masked_ids(pattern):
+        dataset = make_pretraining_eval_dataset(pattern, batch_size=batch_size, max_seq_length=max_seq_length,
+                                                max_predictions_per_seq=max_predictions_per_seq)
+        for batch in dataset:
+            weights = batch["masked_lm_weights"].numpy() > 0
+            yield batch["masked_lm_ids"].numpy()[weights]
+
+    counts = collections.Counter()
+    for ids in masked_ids(train_pattern):
+        counts.update(ids.tolist())
+    if not counts:
+        raise ValueError(f"{train_pattern} holds no masked positions.")
+    token_id = counts.most_common(1)[0][0]
+    hits = total = 0
+    for ids in masked_ids(eval_pattern):
+        hits += int((ids == token_id).sum())
+        total += ids.size
+    if not total:
+        raise ValueError(f"{eval_pattern} holds no masked positions.")
+    return {"token_id": int(token_id), "accuracy": hits / total}
 
 
 def validate_first_record(files: Sequence[str], max_seq_length: int, max_predictions_per_seq: int) -> None:
