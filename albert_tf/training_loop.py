@@ -402,7 +402,7 @@ class Trainer:
         def dataset_for_pipeline(input_context):
             replicas_per_pipeline = input_context.num_replicas_in_sync // input_context.num_input_pipelines
             dataset = dataset_fn(input_context, batch_size, skip_steps * micro_batches * replicas_per_pipeline)
-            self._element_spec = dataset.element_spec
+            self._element_spec = dataset.element_spec  # one replica's (micro-)batch, for _trace_metric_structure
             if micro_batches > 1:
                 dataset = dataset.batch(micro_batches, drop_remainder=True)
             return dataset

@@ -22,7 +22,7 @@ from tests import _toy_training as toy
 TOY_SCRIPT = os.path.join(os.path.dirname(__file__), "_toy_training.py")
 TOY_FLAGS = ["--num_train_steps=6", "--global_batch_size=8", "--deterministic", "--save_checkpoints_steps=3",
              "--steps_per_loop=2"]
-TIMEOUT_S = 150
+TIMEOUT_S = 300  # bounded, with room for a loaded 2-core machine
 
 
 def test_unknown_name_lists_the_allowed_ones():
@@ -70,21 +70,35 @@ def test_multi_worker_needs_a_valid_tf_config(monkeypatch, tf_config, message):
 
 
 def _start_toy(model_dir, *flags, env=None):
-    return subprocess.Popen([sys.executable, TOY_SCRIPT, f"--model_dir={model_dir}", *TOY_FLAGS, *flags],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    """Starts a toy run; its output goes to files beside model_dir, so a full pipe can never block it."""
+    log = open(f"{model_dir}.log", "w+")
+    process = subprocess.Popen([sys.executable, TOY_SCRIPT, f"--model_dir={model_dir}", *TOY_FLAGS, *flags],
+                               stdout=log, stderr=subprocess.STDOUT, text=True, env=env)
+    process.log = log
+    return process
 
 
 def _results(processes):
-    """Waits (bounded) for every process and returns their RESULT lines; kills all on any failure."""
+    """Waits for every process and returns their RESULT dicts; a failure or the timeout stops them all."""
+    deadline = time.monotonic() + TIMEOUT_S
     try:
-        outputs = [process.communicate(timeout=TIMEOUT_S) for process in processes]
+        while time.monotonic() < deadline and any(p.poll() is None for p in processes):
+            if any(p.poll() not in (None, 0) for p in processes):
+                break  # a worker died: the others would wait for it in a collective until the deadline
+            time.sleep(0.2)
     finally:
         for process in processes:
             if process.poll() is None:
                 process.kill()
-    for process, (_, stderr) in zip(processes, outputs):
-        assert process.returncode == 0, stderr[-3000:]
-    return [json.loads(stdout.split("RESULT ")[-1]) for stdout, _ in outputs]
+                process.wait()
+    outputs = []
+    for process in processes:
+        process.log.seek(0)
+        outputs.append(process.log.read())
+        process.log.close()
+    failures = [f"exit {p.returncode}:\n{output[-3000:]}" for p, output in zip(processes, outputs) if p.returncode]
+    assert not failures, "\n\n".join(failures)
+    return [json.loads(output.split("RESULT ")[-1].splitlines()[0]) for output in outputs]
 
 
 @pytest.fixture(scope="module")

@@ -14,6 +14,7 @@ from albert_tf import optimization, training_loop
 from tests import _toy_training as toy
 
 TOY_SCRIPT = os.path.join(os.path.dirname(__file__), "_toy_training.py")
+TIMEOUT_S = 300  # bounded, with room for a loaded 2-core machine
 
 
 def _one_device():
@@ -129,8 +130,8 @@ def test_nan_loss_stops_naming_the_step_and_keeps_the_last_checkpoint(tmp_path):
 
 def test_bfloat16_with_jit_compile_trains(tmp_path):
     training_loop.set_mixed_precision("mixed_bfloat16")
-    trainer = _seeded_trainer(tmp_path, num_train_steps=30, jit_compile=True, steps_per_loop=10,
-                              gradient_accumulation_steps=2)
+    trainer = _seeded_trainer(tmp_path, optimizer_name="adamw", learning_rate=0.02, num_train_steps=30,
+                              jit_compile=True, steps_per_loop=10, gradient_accumulation_steps=2)
     first = trainer.evaluate(toy.make_eval_dataset_fn(toy.NUM_EXAMPLES), toy.metrics_fn, global_batch_size=16)
     trainer.train(toy.train_dataset_fn, num_train_steps=30, global_batch_size=16)
     last = trainer.evaluate(toy.make_eval_dataset_fn(toy.NUM_EXAMPLES), toy.metrics_fn, global_batch_size=16)
@@ -173,7 +174,7 @@ def test_a_float16_model_gets_a_loss_scale_optimizer(tmp_path):
 
 def _run_toy(model_dir, *flags):
     completed = subprocess.run([sys.executable, TOY_SCRIPT, f"--model_dir={model_dir}", *flags],
-                               capture_output=True, text=True, timeout=120)
+                               capture_output=True, text=True, timeout=TIMEOUT_S)
     assert completed.returncode == 0, completed.stderr[-3000:]
     return completed
 
@@ -188,9 +189,13 @@ def test_sigterm_saves_and_the_rerun_ends_like_an_uninterrupted_run(tmp_path):
     interrupted_dir, straight_dir = tmp_path / "interrupted", tmp_path / "straight"
     straight = subprocess.Popen([sys.executable, TOY_SCRIPT, f"--model_dir={straight_dir}", *flags],
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    preempted = _result(_run_toy(interrupted_dir, *flags, "--sigterm_at_step=5"))
-    resumed = _run_toy(interrupted_dir, *flags)
-    straight_stdout, straight_stderr = straight.communicate(timeout=120)
+    try:
+        preempted = _result(_run_toy(interrupted_dir, *flags, "--sigterm_at_step=5"))
+        resumed = _run_toy(interrupted_dir, *flags)
+        straight_stdout, straight_stderr = straight.communicate(timeout=TIMEOUT_S)
+    finally:
+        if straight.poll() is None:
+            straight.kill()
     assert straight.returncode == 0, straight_stderr[-3000:]
 
     assert 5 <= preempted["preempted"] < 12
