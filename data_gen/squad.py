@@ -4,7 +4,7 @@ Feature semantics follow google-research/albert `squad_utils.convert_examples_to
 `[CLS] question [SEP] document span [SEP]` padded to max_seq_length; the question is truncated to its
 first max_query_length pieces; long documents are cut into spans of at most
 `max_seq_length - len(question) - 3` pieces that start `doc_stride` pieces apart; a piece that several
-spans hold counts only in the span where it has the most context (`is_max_context`); p_mask is 1 on the
+spans hold counts only in the span where it has the most context (`max_context_spans`); p_mask is 1 on the
 question, both [SEP]s and the padding and 0 on [CLS] (the v2 null answer) and the document. A training
 span that does not hold the whole answer gets start = end = 0 (the [CLS] position) and counts as impossible.
 
@@ -381,24 +381,24 @@ def doc_spans(num_tokens: int, max_tokens_per_span: int, doc_stride: int) -> Lis
     return spans
 
 
-def is_max_context(spans: Sequence[Tuple[int, int]], span_index: int, position: int) -> bool:
-    """Whether span `span_index` gives document token `position` its most context.
+def max_context_spans(spans: Sequence[Tuple[int, int]], num_tokens: int) -> List[int]:
+    """For each document token, the span that gives it the most context (the original's _check_is_max_context).
 
     A token's context in a span is min(left, right) + 0.01 * span length; the first best span wins ties.
 
     Example:
-    >>> [is_max_context([(0, 4), (3, 4)], 1, position) for position in (2, 3, 4)]
-    [False, False, True]
+    >>> max_context_spans([(0, 4), (3, 4)], 7)
+    [0, 0, 0, 0, 1, 1, 1]
     """
-    best_score, best_index = None, None
+    best_scores = [None] * num_tokens
+    best_spans = [-1] * num_tokens
     for index, (start, length) in enumerate(spans):
         end = start + length - 1
-        if position < start or position > end:
-            continue
-        score = min(position - start, end - position) + 0.01 * length
-        if best_score is None or score > best_score:
-            best_score, best_index = score, index
-    return best_index == span_index
+        for position in range(start, end + 1):
+            score = min(position - start, end - position) + 0.01 * length
+            if best_scores[position] is None or score > best_scores[position]:
+                best_scores[position], best_spans[position] = score, index
+    return best_spans
 
 
 def check_lengths(max_seq_length: int, doc_stride: int, max_query_length: int) -> None:
@@ -449,8 +449,9 @@ def convert_examples_to_features(examples: Sequence[SquadExample], tokenizer: Al
                 continue
         doc_ids = tokenizer.convert_tokens_to_ids(tokens.pieces)
         spans = doc_spans(len(doc_ids), max_seq_length - len(query_ids) - 3, doc_stride)
+        best_spans = max_context_spans(spans, len(doc_ids))
         for span_index, span in enumerate(spans):
-            feature = _make_feature(tokenizer, example, example_index, unique_id, span_index, spans, span,
+            feature = _make_feature(tokenizer, example, example_index, unique_id, span_index, best_spans, span,
                                     query_ids, doc_ids, tokens, answer_span, max_seq_length, is_training)
             unique_id += 1
             stats.num_features += 1
@@ -461,7 +462,7 @@ def convert_examples_to_features(examples: Sequence[SquadExample], tokenizer: Al
             yield feature
 
 
-def _make_feature(tokenizer, example, example_index, unique_id, span_index, spans, span, query_ids, doc_ids,
+def _make_feature(tokenizer, example, example_index, unique_id, span_index, best_spans, span, query_ids, doc_ids,
                   tokens, answer_span, max_seq_length, is_training):
     span_start, span_length = span
     doc_offset = len(query_ids) + 2
@@ -469,15 +470,12 @@ def _make_feature(tokenizer, example, example_index, unique_id, span_index, span
         [tokenizer.sep_id]
     segment_ids = [0] * doc_offset + [1] * (span_length + 1)
     p_mask = [0] + [1] * (len(query_ids) + 1) + [0] * span_length + [1]
-    token_start_char = [-1] * max_seq_length
-    token_end_char = [-1] * max_seq_length
-    token_is_max_context = [0] * max_seq_length
-    for offset in range(span_length):
-        position, piece = doc_offset + offset, span_start + offset
-        token_start_char[position] = tokens.piece_start_char[piece]
-        token_end_char[position] = tokens.piece_end_char[piece]
-        token_is_max_context[position] = int(is_max_context(spans, span_index, piece))
     padding = max_seq_length - len(input_ids)
+    span_end = span_start + span_length
+    token_start_char = [-1] * doc_offset + tokens.piece_start_char[span_start:span_end] + [-1] * (padding + 1)
+    token_end_char = [-1] * doc_offset + tokens.piece_end_char[span_start:span_end] + [-1] * (padding + 1)
+    token_is_max_context = [0] * doc_offset + [int(best == span_index) for best in best_spans[span_start:span_end]] \
+        + [0] * (padding + 1)
     feature = SquadFeature(
         unique_id=unique_id, example_index=example_index, doc_span_index=span_index,
         input_ids=input_ids + [0] * padding, input_mask=[1] * len(input_ids) + [0] * padding,

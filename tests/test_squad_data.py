@@ -99,11 +99,12 @@ def test_doc_spans_and_max_context():
     spans = squad.doc_spans(10, 4, 3)
     assert spans == [(0, 4), (3, 4), (6, 4)]
     assert squad.doc_spans(4, 4, 3) == [(0, 4)]
-    # Token 3: span 0 has (left 3, right 0), span 1 (0, 3): equal scores, the first span wins.
-    assert [squad.is_max_context(spans, index, 3) for index in range(3)] == [True, False, False]
-    # Token 6: span 1 has min(3, 0) = 0, span 2 has min(0, 3) = 0: the first wins again; token 5 -> span 1.
-    assert [squad.is_max_context(spans, index, 6) for index in range(3)] == [False, True, False]
-    assert [squad.is_max_context(spans, index, 5) for index in range(3)] == [False, True, False]
+    # Token 3: span 0 has (left 3, right 0), span 1 (0, 3): equal scores, the first span wins. Token 4:
+    # span 1 (1, 2) beats nothing else; token 6: spans 1 and 2 tie at min 0, the first wins; token 7:
+    # span 2 (1, 2).
+    assert squad.max_context_spans(spans, 10) == [0, 0, 0, 0, 1, 1, 1, 2, 2, 2]
+    # At equal min context the longer span wins (+0.01 per token): token 1 has min 1 in both spans.
+    assert squad.max_context_spans([(0, 3), (0, 5)], 5) == [1, 1, 1, 1, 1]
 
 
 def _long_example(tokenizer):
