@@ -232,7 +232,7 @@ def test_unprepared_tfds_is_a_clear_error(tmp_path):
 
 
 @pytest.mark.parametrize("name", ["squad/v1.1", "squad/v2.0"])
-def test_read_tfds_with_mock_data(name):
+def test_read_tfds_with_mock_data(name, tokenizer, tmp_path):
     import tensorflow_datasets as tfds
 
     with tfds.testing.mock_data(num_examples=4):
@@ -240,6 +240,11 @@ def test_read_tfds_with_mock_data(name):
     assert len(examples) == 4
     assert all(isinstance(example.paragraph_text, str) and example.qas_id for example in examples)
     assert all(isinstance(text, str) for example in examples for text in example.answer_texts)
+    # Evaluation features of every example, keyed by the examples' content.
+    features = squad.load_features(f"tfds:{name}:validation", examples, tokenizer, max_seq_length=32,
+                                   doc_stride=8, max_query_length=8, is_training=False, cached_dir=str(tmp_path))
+    alignment = FeatureAlignment.from_cached(features)
+    assert sorted(set(alignment.example_index.tolist())) == [0, 1, 2, 3]
 
 
 # ---- caching -------------------------------------------------------------------------------------
