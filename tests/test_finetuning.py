@@ -137,3 +137,26 @@ def test_bad_options_are_named(tmp_path):
         finetuning.run_finetuning(_task({}), _options(tmp_path, do_eval=True, max_seq_length=1024))
     with pytest.raises(ValueError, match="--albert_config_file or --preset"):
         finetuning.run_finetuning(_task({}), _options(tmp_path, do_eval=True, preset=None))
+
+
+def test_regression_functions_fit_a_linear_score(tmp_path):
+    """STS-B's path: one output, MSE loss, `predictions` out; Pearson from the outputs."""
+    def split(name, count, seed):
+        data = _examples(count, seed)
+        data["label_ids"] = (data["input_word_ids"][:, 0] - data["input_word_ids"][:, 1]).astype(np.float32) / 2
+        return finetuning.DataSplit(name, lambda: tf.data.Dataset.from_tensor_slices(data), count)
+
+    sequence = tf.TensorSpec([None, SEQ], tf.int32)
+    task = finetuning.FinetuningTask(
+        name="toy_regression", build_model=lambda config, dropout_rate: ToyClassifier(1, name="toy_regressor"),
+        input_signature={"input_word_ids": sequence, "input_mask": sequence, "input_type_ids": sequence},
+        loss_fn=finetuning.regression_loss_fn, predict_fn=finetuning.regression_predict_fn,
+        serving_fn=finetuning.regression_serving_fn,
+        compute_metrics=lambda split, outputs: {
+            "pearson": metrics.pearson_correlation(outputs["predictions"], outputs["label_ids"])},
+        best_metric="pearson", train_data=split("train", 200, 0), eval_splits=[split("dev", 50, 1)])
+    results = finetuning.run_finetuning(task, _options(tmp_path, do_train=True, do_eval=True, learning_rate=0.1,
+                                                       warmup_step=0))
+    assert results["eval"]["pearson"] > 0.99
+    # The evaluation loss is the mean squared error, as the original's per_example_loss = (logit - label)^2.
+    assert 0.0 <= results["eval"]["loss"] < 0.1

@@ -1,4 +1,4 @@
-"""GLUE: the original processors' file layouts, tensorflow-datasets input, features, metrics, and run_glue end to end."""
+"""GLUE: the original processors' file layouts, tfds input, features, metrics, and run_glue end to end."""
 import json
 import os
 import random
@@ -30,14 +30,15 @@ GLUE_FILES = {
                       "0\tmain-captions\tMSRvid\t2012test\t0000\tnone\tnone\tA man with a hard hat is dancing.\t"
                       "A man wearing a hard hat is dancing.\t5.000\n"),
     "STS-B/test.tsv": ("index\tgenre\tfilename\tyear\told_index\tsource1\tsource2\tsentence1\tsentence2\n"
-                       "3\tmain-captions\tMSRvid\t2012test\t0024\tnone\tnone\tA girl is styling.\tA girl is brushing.\n"),
+                       "3\tmain-captions\tMSRvid\t2012test\t0024\tnone\tnone\tA girl is styling.\t"
+                       "A girl is brushing.\n"),
     "QQP/train.tsv": ("id\tqid1\tqid2\tquestion1\tquestion2\tis_duplicate\n"
                       "133273\t213221\t213222\tHow is the life?\tHow is life?\t1\n"
                       "201841\t303345\t303346\tWhy are African-Americans so beautiful?\n"
                       "402555\t536040\t536041\tHow do I wash?\tWhat is washing?\t0\n"),
     "QQP/test.tsv": "id\tquestion1\tquestion2\n0\tWhy am I?\tWhat am I?\n",
-    "MNLI/train.tsv": ("index\tpromptID\tpairID\tgenre\tsentence1_binary_parse\tsentence2_binary_parse\tsentence1_parse\t"
-                       "sentence2_parse\tsentence1\tsentence2\tlabel1\tgold_label\n"
+    "MNLI/train.tsv": ("index\tpromptID\tpairID\tgenre\tsentence1_binary_parse\tsentence2_binary_parse\t"
+                       "sentence1_parse\tsentence2_parse\tsentence1\tsentence2\tlabel1\tgold_label\n"
                        "0\t31193\t31193n\tgovernment\t( ( C ) )\t( P )\t(ROOT)\t(ROOT)\tConceptually cream.\t"
                        "Product and geography.\tneutral\tneutral\n"),
     "MNLI/dev_matched.tsv": ("index\tpromptID\tpairID\tgenre\tsentence1_binary_parse\tsentence2_binary_parse\t"
@@ -294,9 +295,10 @@ def test_run_glue_learns_writes_predictions_and_restarts_from_a_tf1_checkpoint(t
     assert sorted(os.listdir(tmp_path / "cache")) == cached  # the same dev and test features were reused
 
     # The exported SavedModel serves the same predictions from raw ids.
+    pairs = [("the model", "lamb lamb the lamb"), ("a block", "of depth")]
     features = [glue.convert_example(glue.GlueExample(str(index), text_a, text_b, None), index,
                                      glue.get_task("mrpc"), tokenizer, 32)
-                for index, (text_a, text_b) in enumerate([("the model", "lamb lamb the lamb"), ("a block", "of depth")])]
+                for index, (text_a, text_b) in enumerate(pairs)]
     serve = tf.saved_model.load(str(tmp_path / "export")).signatures["serving_default"]
     served = serve(**{name: tf.constant([feature[name] for feature in features], tf.int32)
                       for name in ("input_word_ids", "input_mask", "input_type_ids")})
