@@ -1,13 +1,33 @@
-"""albert-tf: ALBERT (arXiv:1909.11942) in TensorFlow 2 and Keras 3."""
+"""albert-tf: ALBERT (arXiv:1909.11942) in TensorFlow 2 and Keras 3.
 
-from albert_tf.checkpoint_io import load_weights, save_weights
-from albert_tf.classifier import AlbertClassifier
-from albert_tf.config import AlbertConfig
-from albert_tf.encoder import AlbertEncoder
-from albert_tf.multiple_choice import AlbertMultipleChoice
-from albert_tf.pretrainer import AlbertPretrainer
-from albert_tf.span_predictor import AlbertSpanPredictor
-from albert_tf.squad_v2 import AlbertSquadV2
+The public names load on first use, so `import albert_tf.tokenization` (and the data workers that
+import it) does not pay for TensorFlow and Keras unless a model is needed.
+"""
 
-__all__ = ["AlbertClassifier", "AlbertConfig", "AlbertEncoder", "AlbertMultipleChoice", "AlbertPretrainer",
-           "AlbertSpanPredictor", "AlbertSquadV2", "load_weights", "save_weights"]
+import importlib
+
+_EXPORTS = {
+    "AlbertClassifier": "albert_tf.classifier",
+    "AlbertConfig": "albert_tf.config",
+    "AlbertEncoder": "albert_tf.encoder",
+    "AlbertMultipleChoice": "albert_tf.multiple_choice",
+    "AlbertPretrainer": "albert_tf.pretrainer",
+    "AlbertSpanPredictor": "albert_tf.span_predictor",
+    "AlbertSquadV2": "albert_tf.squad_v2",
+    "load_weights": "albert_tf.checkpoint_io",
+    "save_weights": "albert_tf.checkpoint_io",
+}
+
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name):
+    if name not in _EXPORTS:
+        raise AttributeError(f"module 'albert_tf' has no attribute {name!r}")
+    value = getattr(importlib.import_module(_EXPORTS[name]), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__():
+    return sorted(list(globals()) + __all__)

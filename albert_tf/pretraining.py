@@ -18,7 +18,7 @@ from albert_tf.distribution import get_strategy
 from albert_tf.optimization import create_optimizer
 from albert_tf.pretrainer import AlbertPretrainer
 from albert_tf.pretraining_losses import pretraining_loss, pretraining_metric_sums
-from albert_tf.training_loop import Trainer, enable_determinism, set_mixed_precision
+from albert_tf.training_loop import Trainer, enable_determinism, set_mixed_precision, write_scalars
 
 CONFIG_FILE_NAME = "albert_config.json"
 BEST_METRIC = "masked_lm_accuracy"
@@ -160,7 +160,8 @@ class Pretraining:
         from albert_tf.checkpoint_io import load_weights
 
         logging.info("Initialising from %s", self.options.init_checkpoint)
-        load_weights(self.model, self.options.init_checkpoint, format="auto",
+        # Heads missing from the file (Hugging Face's albert-base-v2 has no SOP head) start fresh, with a warning.
+        load_weights(self.model, self.options.init_checkpoint, format="auto", allow_missing_heads=True,
                      init_from_group0=self.options.init_from_group0)
 
     def train(self, dataset_fn: DatasetFn, source: str = "the training data") -> Dict[str, float]:
@@ -191,9 +192,8 @@ class Pretraining:
                                             max_steps=self.options.max_eval_steps)
             results["global_step"] = self.trainer.step
             logging.info("Eval at step %d: %s", results["global_step"], results)
-            with writer.as_default(step=results["global_step"]):
-                for key in EVAL_KEYS:
-                    tf.summary.scalar(key, results[key])
+            with writer.as_default():
+                write_scalars({key: results[key] for key in EVAL_KEYS}, step=results["global_step"])
             if results[BEST_METRIC] > best_value:
                 best_value = results[BEST_METRIC]
                 _copy_checkpoint(path, best_path)
