@@ -46,8 +46,9 @@ Outputs = Dict[str, np.ndarray]
 class DataSplit:
     """A split of a task: `dataset()` returns its examples as an unbatched, finite tf.data.Dataset.
 
-    `num_examples` is the count that sets the steps of `num_train_epochs` for training data (the
-    original counts examples, not SQuAD's features). Metrics of an evaluation split get `metric_suffix`
+    For training data, `num_examples` is the count that sets the steps of `num_train_epochs` (the
+    original counts examples, not SQuAD's features); for evaluation and prediction data it must be the
+    number of dataset elements, and predictions are checked against it. Metrics of an evaluation split get `metric_suffix`
     appended (MNLI's mismatched dev set: "_mismatched"), and its eval_predictions file too.
 
     Example:
