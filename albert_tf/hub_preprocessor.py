@@ -19,8 +19,10 @@ rebuilt from TensorFlow and tensorflow-text ops so that an exported SavedModel t
    and the comma becomes its own piece.
 
 The character sets of steps 2, 4 and 5 are read from the exporting Python's `unicodedata` when the
-preprocessor is built, so the graph follows the Python tokenizer code point by code point. NFKD is ICU's:
-it decomposes a few code points that are unassigned in Python's older Unicode database (see BUILD_NOTES.md).
+preprocessor is built, so the graph follows the Python tokenizer code point by code point. Two differences
+remain (see BUILD_NOTES.md): ICU's NFKD also decomposes 118 code points that Python 3.11's Unicode 14
+database leaves unassigned, and ICU's final-sigma rule (Σ -> ς at a word end) does not know the cased and
+case-ignorable characters that Unicode 14 added, so a Σ next to one of them may get the other form.
 """
 
 import functools

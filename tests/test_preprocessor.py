@@ -96,7 +96,8 @@ def test_normalize_equals_preprocess_text_for_every_assigned_code_point(preproce
 
 
 def test_special_cases_of_whitespace_case_and_marks(preprocessor):
-    texts = ["a\x00B", "ΟΔΟΣ ΣΑΣ ΑΣ.", "STRASSE ß", "\x1c x\u3000y\x85", "❤\ufe0f", "\U0001D165x", "e\u0301"]
+    texts = ["a\x00B", "ΟΔΟΣ ΣΑΣ ΑΣ.", "STRASSE ß", "\x1c x\u3000y\x85", "❤\ufe0f", "\U0001D165x",
+             "e\u0301"]
     assert _normalize(preprocessor, texts) == [preprocess_text(text) for text in texts]
     # The cases where other ops would differ: NUL kept, final sigma, ß kept (no case folding), Python's
     # whitespace, U+FE0F (Mn, combining class 0) kept, U+1D165 (Mc, combining class 216) dropped.
@@ -198,3 +199,10 @@ def test_bad_arguments_raise_clear_errors(spm_model, preprocessor):
         AlbertPreprocessor(spm_model, seq_length=2)
     with pytest.raises(FileNotFoundError, match="Cannot read SentencePiece model"):
         AlbertPreprocessor(spm_model + ".missing")
+
+
+def test_invalid_utf8_is_replaced_as_python_decodes_it(spm_model, preprocessor):
+    raw = [b"\xff\xfeab 1990,", b"caf\xc3", b"\xed\xa0\x80x", b"\xc0\xafz", b"\xe2\x82\xe2\x82\xac"]
+    tokenizer = AlbertTokenizer(spm_model_file=spm_model)
+    assert preprocessor.tokenize(tf.constant(raw)).to_list() == [
+        tokenizer.encode(text.decode("utf-8", "replace")) for text in raw]
