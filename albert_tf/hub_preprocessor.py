@@ -139,8 +139,8 @@ class _Tokenize(tf.Module):
         return text
 
     def _lowercase(self, text):
-        # The op's NUL limit also truncates a join separator, so each part carries its NUL as data and the
-        # one after the last part is cut off again.
+        # tf.strings.lower stops at the first NUL, so the text is lowered between NULs. reduce_join's
+        # separator would lose a NUL too: each part carries its NUL as data, and the last one is cut off.
         parts = tf.ragged.map_flat_values(tf.strings.lower, tf.strings.split(text, sep="\x00"), encoding="utf-8")
         text = tf.strings.reduce_join(parts + tf.constant("\x00"), axis=-1)
         length = tf.strings.length(text)
