@@ -26,7 +26,7 @@ import numpy as np
 import tensorflow as tf
 from absl import logging
 
-from albert_tf import checkpoint_io
+from albert_tf import checkpoint_io, hub_module
 from albert_tf.config import AlbertConfig, load_config
 from albert_tf.distribution import get_strategy
 from albert_tf.optimization import OPTIMIZER_NAMES, create_optimizer
@@ -201,6 +201,10 @@ def resolve_config(options: FinetuningOptions) -> AlbertConfig:
     """
     if options.albert_config_file or options.preset:
         config = load_config(options.albert_config_file, options.preset)
+    elif options.hub_module_handle:
+        module = hub_module.read_hub_module(options.hub_module_handle)
+        config = module.config
+        logging.info("Using the model config of the hub module %s.", module.encoder_dir)
     else:
         source = options.hub_module_handle or options.init_checkpoint
         found = checkpoint_io.find_config(source) if source else None
@@ -389,7 +393,10 @@ def _initialize_weights(model, options):
                         "initialisation (useful for tests and ablations, not for benchmark numbers).")
         return
     logging.info("Initialising %s from %s.", model.name, source)
-    checkpoint_io.load_weights(model, source, format="auto", allow_missing_heads=True)
+    if options.init_checkpoint:
+        checkpoint_io.load_weights(model, source, format="auto", allow_missing_heads=True)
+    else:
+        hub_module.load_encoder_weights(model, source)
 
 
 # ---- evaluation ----------------------------------------------------------------------------------

@@ -8,7 +8,7 @@ import dataclasses
 
 from absl import flags, logging
 
-from albert_tf import checkpoint_io
+from albert_tf import checkpoint_io, hub_module
 from albert_tf.distribution import STRATEGY_NAMES
 from albert_tf.finetuning import FinetuningOptions
 from albert_tf.optimization import OPTIMIZER_NAMES
@@ -100,7 +100,11 @@ def tokenizer_from_flags() -> AlbertTokenizer:
     if FLAGS.spm_model_file or FLAGS.vocab_file:
         return AlbertTokenizer(spm_model_file=FLAGS.spm_model_file, vocab_file=FLAGS.vocab_file,
                                do_lower_case=FLAGS.do_lower_case)
-    source = FLAGS.hub_module_handle or FLAGS.init_checkpoint
+    if FLAGS.hub_module_handle:
+        module = hub_module.read_hub_module(FLAGS.hub_module_handle)
+        logging.info("Using the SentencePiece model of the hub module %s.", module.spm_model_file)
+        return AlbertTokenizer(spm_model_file=module.spm_model_file, do_lower_case=module.do_lower_case)
+    source = FLAGS.init_checkpoint
     if not source:
         raise ValueError("Give --spm_model_file (or --vocab_file) to tokenize the input.")
     models = [path for path in checkpoint_io.find_vocab_files(source) if path.endswith(".model")]

@@ -10,7 +10,7 @@ import pytest
 import tensorflow as tf
 import tensorflow_datasets as tfds
 
-from albert_tf import AlbertClassifier, checkpoint_io
+from albert_tf import AlbertClassifier, AlbertConfig, AlbertEncoder, checkpoint_io
 from albert_tf.tokenization import AlbertTokenizer
 from data_gen import glue
 from tests import fixtures
@@ -304,3 +304,27 @@ def test_run_glue_learns_writes_predictions_and_restarts_from_a_tf1_checkpoint(t
                       for name in ("input_word_ids", "input_mask", "input_type_ids")})
     assert served["probabilities"].shape == (2, 2)
     assert served["probabilities"].numpy().argmax(-1).tolist() == [1, 0]
+
+
+def test_run_glue_from_an_exported_hub_module(tmp_path, tokenizer):
+    """--hub_module_handle: config, vocabulary and encoder weights all come from the export."""
+    from albert_tf.hub_export import export_hub_modules
+
+    _write_keyword_mrpc(tmp_path / "glue", sizes=(("train", 400), ("dev", 64)))
+    config = AlbertConfig.from_dict(TINY_CONFIG)
+    pretrained = AlbertEncoder(config)
+    checkpoint_io.save_checkpoint_directory(pretrained, str(tmp_path / "tf1"), "tf1")
+    export_hub_modules(str(tmp_path / "hub"), config, tokenizer.spm_model_file,
+                       init_checkpoint=str(tmp_path / "tf1"), seq_length=32)
+    log = _run_glue(f"--data_dir={tmp_path / 'glue'}", "--task_name=MRPC", "--max_seq_length=32",
+                    f"--cached_dir={tmp_path / 'cache'}", f"--output_dir={tmp_path / 'run'}",
+                    f"--hub_module_handle={tmp_path / 'hub'}", "--do_train", "--do_eval", "--train_step=60",
+                    "--warmup_step=6", "--learning_rate=1e-3", "--train_batch_size=32", "--steps_per_loop=30",
+                    "--dropout_prob=0.0", "--eval_batch_size=64")
+    assert "hub module" in log
+    results = json.loads((tmp_path / "run" / "eval_results.json").read_text())
+    assert results["global_step"] == 60 and results["accuracy"] > 0.9
+
+    restarted = AlbertClassifier(config, num_labels=2)
+    checkpoint_io.load_weights(restarted, str(tmp_path / "run"))
+    assert not np.allclose(restarted.encoder.pooler.kernel.numpy(), pretrained.pooler.kernel.numpy())
