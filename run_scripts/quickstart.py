@@ -18,6 +18,7 @@ from absl import app, flags, logging
 
 from albert_tf.config import AlbertConfig
 from albert_tf.pretraining import Pretraining, PretrainingOptions
+from albert_tf.tokenization import AlbertTokenizer
 from data_gen import build_vocab, corpora
 from data_gen.create_pretraining_data import create_pretraining_data, output_shard_paths
 from data_gen.pretraining_input import masked_lm_majority_baseline, pretraining_dataset_fn
@@ -26,20 +27,20 @@ FLAGS = flags.FLAGS
 flags.DEFINE_string("output_dir", "demo_output", "Everything the demo writes goes under this directory.")
 flags.DEFINE_string("input_file", None, "Your own training text instead of the built-in corpus.")
 flags.DEFINE_string("eval_input_file", None, "Your own held-out text (required with --input_file).")
-flags.DEFINE_float("holdout_fraction", 0.05, "Share of the built-in corpus held out for evaluation.")
-flags.DEFINE_integer("vocab_size", 8000, "SentencePiece vocabulary size.")
-flags.DEFINE_integer("max_seq_length", 128, "Sequence length of the pretraining instances.")
-flags.DEFINE_integer("max_predictions_per_seq", 20, "Masked positions per instance.")
+flags.DEFINE_float("holdout_fraction", 0.1, "Share of the built-in corpus held out for evaluation.")
+flags.DEFINE_integer("vocab_size", 5000, "SentencePiece vocabulary size.")
+flags.DEFINE_integer("max_seq_length", 64, "Sequence length of the pretraining instances.")
+flags.DEFINE_integer("max_predictions_per_seq", 10, "Masked positions per instance.")
 flags.DEFINE_integer("dupe_factor", 5, "Passes over the training text, each with different masks.")
-flags.DEFINE_integer("num_train_steps", 600, "Pretraining steps.")
+flags.DEFINE_integer("num_train_steps", 1200, "Pretraining steps.")
 flags.DEFINE_integer("train_batch_size", 32, "Global training batch size.")
-flags.DEFINE_float("learning_rate", 0.005, "Peak LAMB learning rate.")
+flags.DEFINE_float("learning_rate", 0.01, "Peak LAMB learning rate.")
 flags.DEFINE_integer("num_workers", 2, "Processes writing the pretraining shards.")
 flags.DEFINE_enum("mixed_precision", "float32", ["float32", "mixed_bfloat16"], "Dtype policy.")
 flags.DEFINE_bool("jit_compile", True, "Compile the training step with XLA.")
 
-DEMO_MODEL = dict(embedding_size=128, hidden_size=256, num_hidden_layers=6, num_attention_heads=4,
-                  intermediate_size=1024, max_position_embeddings=512, hidden_dropout_prob=0.0,
+DEMO_MODEL = dict(embedding_size=128, hidden_size=192, num_hidden_layers=4, num_attention_heads=4,
+                  intermediate_size=768, max_position_embeddings=512, hidden_dropout_prob=0.0,
                   attention_probs_dropout_prob=0.0, share_type="all")
 
 
@@ -79,7 +80,7 @@ def main(argv):
     eval_shards = output_shard_paths(os.path.join(data_dir, "eval.tfrecord"), 1)
     create_pretraining_data(train_text, train_shards, spm_model, dupe_factor=FLAGS.dupe_factor,
                             num_workers=FLAGS.num_workers, **shapes)
-    create_pretraining_data(eval_text, eval_shards, spm_model, dupe_factor=1, random_seed=54321, **shapes)
+    create_pretraining_data(eval_text, eval_shards, spm_model, dupe_factor=2, random_seed=54321, **shapes)
 
     _stage(3, "pretraining")
     config = AlbertConfig(vocab_size=FLAGS.vocab_size, **DEMO_MODEL)
@@ -98,11 +99,12 @@ def main(argv):
     _stage(4, "evaluation on the held-out text")
     results = run.evaluate_checkpoints(pretraining_dataset_fn(",".join(eval_shards), is_training=False, **shapes))
     baseline = masked_lm_majority_baseline(",".join(train_shards), ",".join(eval_shards), **shapes)
+    baseline["piece"] = AlbertTokenizer(spm_model_file=spm_model).convert_ids_to_tokens([baseline["token_id"]])[0]
     table = [
         "| metric (held-out) | ALBERT | trivial baseline |",
         "|---|---|---|",
         f"| masked_lm_accuracy | {results['masked_lm_accuracy']:.3f} | {baseline['accuracy']:.3f} "
-        f"(always the most frequent training token, id {baseline['token_id']}) |",
+        f"(always {baseline['piece']!r}, the most frequent masked training token) |",
         f"| sentence_order_accuracy | {results['sentence_order_accuracy']:.3f} | 0.500 (a coin) |",
     ]
     summary = {"output_dir": output_dir, "config": config.to_dict(), "eval": results,
