@@ -255,10 +255,7 @@ class Trainer:
         logging.info("Training from step %d to %d, global batch %d (%d replicas x %d micro-batches).",
                      start_step, num_train_steps, global_batch_size, self.strategy.num_replicas_in_sync,
                      self._accumulation_steps)
-        dataset = self._distribute(dataset_fn, global_batch_size, skip_steps=start_step,
-                                   micro_batches=self._accumulation_steps)
-        train_loop = tf.function(self._train_loop)
-        loop_inputs = (iter(dataset), self._trace_metric_structure())
+        train_steps = self.make_train_function(dataset_fn, global_batch_size, skip_steps=start_step)
         last_checkpoint = tf.train.latest_checkpoint(self.model_dir)
         rate = _Rate(start_step, num_train_steps, global_batch_size)
         with _SigtermFlag(self) as sigterm, self._summary_writer().as_default():
@@ -266,7 +263,7 @@ class Trainer:
                 step = self.step
                 next_save = (step // self._save_checkpoints_steps + 1) * self._save_checkpoints_steps
                 num_steps = min(self._steps_per_loop, num_train_steps - step, next_save - step)
-                results = self._run_loop(train_loop, loop_inputs, num_steps, last_checkpoint)
+                results = train_steps(num_steps, last_checkpoint)
                 crossed_log_step = self.step // self._log_every_steps > step // self._log_every_steps
                 if crossed_log_step or self.step == num_train_steps:
                     self._log(results, rate)
@@ -277,6 +274,33 @@ class Trainer:
                         self._save_checkpoint()
                     raise TrainingPreempted(self.step, self.model_dir)
         return results
+
+    def make_train_function(self, dataset_fn, global_batch_size, skip_steps=0):
+        """The function `train` calls for each loop: `train_steps(num_steps, last_checkpoint=None) -> results`.
+
+        It takes up to `num_steps` optimizer steps (one tf.function call, `steps_per_loop` at most is what
+        `train` asks) on the data of `dataset_fn`, after skipping `skip_steps` global batches, and returns
+        {"step", "loss", metrics..., "learning_rate"} as `train` does; `last_checkpoint` only names the
+        checkpoint to fall back to in a NonFiniteLossError. Nothing is saved or logged: this is the bare
+        step, for callers that time it (albert_tf.benchmarking) or drive their own loop.
+
+        Example:
+        >>> train_steps = trainer.make_train_function(dataset_fn, global_batch_size=16)  # doctest: +SKIP
+        >>> train_steps(10)["step"]  # doctest: +SKIP
+        10
+        """
+        if self.optimizer is None or self._loss_fn is None:
+            raise ValueError("Trainer.make_train_function needs an optimizer and a loss_fn; this Trainer was "
+                             "created without.")
+        dataset = self._distribute(dataset_fn, global_batch_size, skip_steps=skip_steps,
+                                   micro_batches=self._accumulation_steps)
+        train_loop = tf.function(self._train_loop)
+        loop_inputs = (iter(dataset), self._trace_metric_structure())
+
+        def train_steps(num_steps, last_checkpoint=None):
+            return self._run_loop(train_loop, loop_inputs, num_steps, last_checkpoint)
+
+        return train_steps
 
     def _run_loop(self, train_loop, loop_inputs, num_steps, last_checkpoint):
         """Runs one loop of `num_steps` steps; returns its mean loss and metrics and its last learning rate."""

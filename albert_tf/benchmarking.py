@@ -1,0 +1,560 @@
+"""Measuring speed and memory: analytic FLOPs, the matmul peak, timed repeats, peak RSS, checkpoint size.
+
+The model workloads run what users run:
+- `pretrain_step`: `albert_tf.pretraining.Pretraining` (AlbertPretrainer, LAMB, the shared Trainer) and the
+  Trainer's own training function, MLM on `max_predictions_per_seq` gathered positions + SOP, backward,
+  clipping and the optimizer update;
+- `finetune_step`: AlbertClassifier (2 labels) with the fine-tuning loss of run_glue and AdamW, on the Trainer;
+- `encode`: the encoder's forward pass (`training=False`), one tf.function call per batch.
+Their batches are random ids held in memory, so input never bounds them (the `input_pipeline` workload,
+which needs data_gen, is measured by run_scripts/benchmark.py with `measure_dataset`).
+
+Timing: `warmup_steps` steps first (tracing and XLA compilation), then `repeats` timed runs of `steps` steps,
+each followed by a measurement of the matmul peak; the record holds the median, min and max of the
+sequences/s over the repeats and the best peak seen. Peak RSS is the process's high-water mark
+(`getrusage`), so a workload measures cleanly in a process of its own (`run_in_subprocess`).
+
+Units: MB and GFLOP are decimal (1e6 bytes, 1e9 FLOP).
+"""
+
+import dataclasses
+import json
+import os
+import resource
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from typing import Callable, Dict, List, Optional, Sequence
+
+import numpy as np
+import tensorflow as tf
+
+from albert_tf.config import AlbertConfig
+
+MODEL_WORKLOADS = ("pretrain_step", "finetune_step", "encode")
+# Both halves of each step are counted: a backward pass computes two matmuls (the gradients of both
+# operands) for each forward one, so a training step costs exactly 3x the forward matmul FLOPs.
+TRAINING_FLOPS_FACTOR = 3
+FINETUNE_NUM_LABELS = 2
+FIRST_NON_SPECIAL_ID = 5
+# Every record has at least these: what ran, then what was measured (None where it does not apply).
+SETTING_FIELDS = ("workload", "preset", "batch_size", "seq_length", "mixed_precision", "jit_compile")
+MEASURED_FIELDS = ("seq_per_s_median", "seq_per_s_min", "seq_per_s_max", "gflop_per_s", "peak_gflop_per_s",
+                   "peak_fraction", "peak_rss_mb")
+RECORD_FIELDS = SETTING_FIELDS + MEASURED_FIELDS
+
+
+@dataclasses.dataclass
+class BenchmarkSettings:
+    """What a model workload runs and how it is timed.
+
+    `config` is an AlbertConfig's dict (so settings travel to a child process as JSON); `model_name` labels
+    the records (a preset name or a config file). `steps_per_loop` is the Trainer's: steps per tf.function call.
+
+    Example:
+    >>> settings = BenchmarkSettings(config=AlbertConfig.from_preset("albert-base").to_dict(),
+    ...                              model_name="albert-base", steps=4)
+    >>> settings.albert_config().hidden_size
+    768
+    """
+
+    config: dict
+    model_name: str
+    batch_size: int = 8
+    seq_length: int = 128
+    max_predictions_per_seq: int = 20
+    mixed_precision: str = "float32"
+    jit_compile: bool = True
+    steps: int = 10
+    warmup_steps: int = 2
+    repeats: int = 3
+    steps_per_loop: int = 1
+
+    def __post_init__(self):
+        for name in ("batch_size", "seq_length", "max_predictions_per_seq", "steps", "repeats", "steps_per_loop"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise ValueError(f"Benchmark setting {name} must be a positive integer, got {value!r}.")
+        if self.warmup_steps < 0:
+            raise ValueError(f"Benchmark setting warmup_steps must be >= 0, got {self.warmup_steps!r}.")
+        if self.seq_length > self.albert_config().max_position_embeddings:
+            raise ValueError(f"seq_length={self.seq_length} exceeds the model's max_position_embeddings="
+                             f"{self.albert_config().max_position_embeddings}.")
+        if self.max_predictions_per_seq > self.seq_length - 2:
+            raise ValueError(f"max_predictions_per_seq={self.max_predictions_per_seq} must leave [CLS] and [SEP] "
+                             f"unmasked: at most seq_length - 2 = {self.seq_length - 2}.")
+
+    def albert_config(self) -> AlbertConfig:
+        return AlbertConfig.from_dict(self.config, source=f"benchmark model {self.model_name}")
+
+
+# ---- analytic FLOPs ---------------------------------------------------------------------------------
+
+def encoder_forward_flops(config: AlbertConfig, seq_length: int) -> int:
+    """Matmul FLOPs (2 per multiply-add) of one sequence through the encoder, pooler included.
+
+    With S = seq_length, E, H, I = embedding, hidden and intermediate sizes:
+    - the E -> H projection (only when E != H): 2·S·E·H;
+    - per applied block (num_hidden_layers x inner_group_num): query, key, value and output projections
+      4 · 2·S·H², attention scores and the probability-weighted values 2 · 2·S²·H, feed-forward 2 · 2·S·H·I;
+    - the pooler: 2·H².
+    Sharing changes none of it: the shared block still runs at every depth. Embedding lookups, LayerNorm,
+    softmax, activations and the optimizer are not matmuls and are not counted.
+
+    Example:
+    >>> round(encoder_forward_flops(AlbertConfig.from_preset("albert-base"), 128) / 1e9, 2)
+    22.37
+    """
+    s, e, h, i = seq_length, config.embedding_size, config.hidden_size, config.intermediate_size
+    projection = 2 * s * e * h if e != h else 0
+    block = 4 * 2 * s * h * h + 2 * 2 * s * s * h + 2 * 2 * s * h * i
+    return projection + config.num_hidden_layers * config.inner_group_num * block + 2 * h * h
+
+
+def workload_flops(workload: str, config: AlbertConfig, batch_size: int, seq_length: int,
+                   max_predictions_per_seq: int = 20) -> int:
+    """Matmul FLOPs of one step of `workload` over a batch.
+
+    pretrain_step adds the heads to the encoder: the MLM transform and the tied V x E decoder on the P
+    gathered positions, 2·P·(H·E + E·V), and SOP, 2·H·2; finetune_step adds the classifier, 2·H·labels.
+    Training steps count 3x their forward FLOPs (TRAINING_FLOPS_FACTOR).
+
+    Example:
+    >>> config = AlbertConfig.from_preset("albert-base")
+    >>> round(workload_flops("pretrain_step", config, 8, 128) / 1e9)
+    541
+    """
+    h, e, v = config.hidden_size, config.embedding_size, config.vocab_size
+    forward = encoder_forward_flops(config, seq_length)
+    if workload == "encode":
+        return batch_size * forward
+    if workload == "pretrain_step":
+        heads = 2 * max_predictions_per_seq * (h * e + e * v) + 2 * h * 2
+    elif workload == "finetune_step":
+        heads = 2 * h * FINETUNE_NUM_LABELS
+    else:
+        raise ValueError(f"No FLOP formula for workload {workload!r}; allowed: {', '.join(MODEL_WORKLOADS)}.")
+    return TRAINING_FLOPS_FACTOR * batch_size * (forward + heads)
+
+
+# ---- the matmul peak --------------------------------------------------------------------------------
+
+def measure_matmul_peak(m: int, k: int, n: int, dtype: str = "float32", min_seconds: float = 0.5,
+                        jit_compile: Sequence[bool] = (True, False)) -> float:
+    """The best GFLOP/s of chained [m,k]x[k,n] and [m,n]x[n,k] matmuls in `dtype`, on TensorFlow's default device.
+
+    Each way of running TensorFlow in `jit_compile` (XLA, and the plain oneDNN/cuBLAS kernels) is timed over
+    calls of at least `min_seconds`; the best rate is the peak, so a model can be held against the fastest
+    matmul this process can get at its sizes and precision. The chain keeps every product needed (no
+    dead-code elimination) and its scale near 1.
+
+    Example:
+    >>> measure_matmul_peak(64, 64, 64, min_seconds=0.01) > 0
+    True
+    """
+    rng = np.random.default_rng(0)
+    operands = [rng.standard_normal((m, k)), rng.standard_normal((k, n)) / np.sqrt(k),
+                rng.standard_normal((n, k)) / np.sqrt(n)]
+    x, w1, w2 = (tf.constant(array, dtype) for array in operands)
+    best = 0.0
+    for jit in jit_compile:
+        @tf.function(jit_compile=jit)
+        def chain(x, w1, w2, count):
+            def body(index, x):
+                return index + 1, tf.matmul(tf.matmul(x, w1), w2)
+
+            _, x = tf.while_loop(lambda index, _: index < count, body, (tf.constant(0), x))
+            return tf.reduce_sum(tf.cast(x, tf.float32))
+
+        def timed(count):
+            start = time.perf_counter()
+            chain(x, w1, w2, tf.constant(count)).numpy()
+            return time.perf_counter() - start
+
+        timed(1)
+        count = 1
+        elapsed = timed(count)
+        while elapsed < min_seconds:
+            count = max(count + 1, int(count * min_seconds / max(elapsed, 1e-6) * 1.2))
+            elapsed = timed(count)
+        elapsed = min(elapsed, timed(count))
+        best = max(best, count * 4 * m * k * n / elapsed / 1e9)
+    return best
+
+
+# ---- timing and memory ------------------------------------------------------------------------------
+
+def summarize(values: Sequence[float]) -> Dict[str, float]:
+    """{"median", "min", "max"} of measurements.
+
+    Example:
+    >>> summarize([3.0, 1.0, 2.0])
+    {'median': 2.0, 'min': 1.0, 'max': 3.0}
+    """
+    if not values:
+        raise ValueError("summarize needs at least one measurement.")
+    return {"median": float(statistics.median(values)), "min": float(min(values)), "max": float(max(values))}
+
+
+def peak_rss_bytes() -> int:
+    """This process's peak resident set size so far (Linux reports ru_maxrss in KiB)."""
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+
+
+def peak_device_memory_bytes() -> Optional[int]:
+    """The first GPU's peak allocated memory, or None without a GPU."""
+    if not tf.config.list_logical_devices("GPU"):
+        return None
+    return int(tf.config.experimental.get_memory_info("GPU:0")["peak"])
+
+
+def parameter_bytes(model) -> int:
+    """Bytes of the model's unique variables (a shared variable counts once)."""
+    unique = {id(variable): variable for variable in model.weights}
+    return sum(int(np.prod(variable.shape)) * tf.as_dtype(variable.dtype).size for variable in unique.values())
+
+
+def checkpoint_bytes(model) -> int:
+    """Size on disk of `tf.train.Checkpoint(model=model)`, the model part of the Trainer's checkpoints.
+
+    Example:
+    >>> import keras
+    >>> checkpoint_bytes(keras.Sequential([keras.Input((4,)), keras.layers.Dense(250)])) > 5000
+    True
+    """
+    with tempfile.TemporaryDirectory() as directory:
+        prefix = tf.train.Checkpoint(model=model).write(os.path.join(directory, "model"))
+        return sum(os.path.getsize(path) for path in tf.io.gfile.glob(prefix + "*"))
+
+
+def device_description() -> str:
+    """The device the workloads run on: the first GPU's name, else the CPU model and core count."""
+    gpus = tf.config.list_physical_devices("GPU")
+    if gpus:
+        return tf.config.experimental.get_device_details(gpus[0]).get("device_name", gpus[0].name)
+    model = "CPU"
+    if os.path.exists("/proc/cpuinfo"):
+        with open("/proc/cpuinfo", encoding="utf-8") as handle:
+            names = [line.split(":", 1)[1].strip() for line in handle if line.startswith("model name")]
+        model = names[0] if names else model
+    return f"{model}, {len(os.sched_getaffinity(0))} cores"
+
+
+def load_average() -> float:
+    """The 1-minute load average: above the core count, other processes share the CPU with the benchmark."""
+    return os.getloadavg()[0]
+
+
+# ---- synthetic batches ------------------------------------------------------------------------------
+
+def random_batch(workload: str, config: AlbertConfig, batch_size: int, seq_length: int,
+                 max_predictions_per_seq: int, seed: int = 0) -> Dict[str, np.ndarray]:
+    """A full-length batch of random ids with the inputs (and labels) `workload` reads.
+
+    Pretraining batches mask `max_predictions_per_seq` distinct positions (never [CLS] or the last [SEP]),
+    all with weight 1, as a full record of create_pretraining_data.
+
+    Example:
+    >>> config = AlbertConfig.from_preset("albert-base")
+    >>> random_batch("pretrain_step", config, 2, 16, 3)["masked_lm_positions"].shape
+    (2, 3)
+    """
+    rng = np.random.default_rng(seed)
+    word_ids = rng.integers(FIRST_NON_SPECIAL_ID, config.vocab_size, (batch_size, seq_length), dtype=np.int32)
+    type_ids = np.zeros((batch_size, seq_length), np.int32)
+    type_ids[:, seq_length // 2:] = 1
+    batch = {"input_word_ids": word_ids, "input_mask": np.ones((batch_size, seq_length), np.int32),
+             "input_type_ids": type_ids}
+    if workload == "pretrain_step":
+        positions = np.sort(np.stack([rng.choice(np.arange(1, seq_length - 1), max_predictions_per_seq,
+                                                 replace=False) for _ in range(batch_size)]), axis=1)
+        batch.update(
+            masked_lm_positions=positions.astype(np.int32),
+            masked_lm_ids=rng.integers(FIRST_NON_SPECIAL_ID, config.vocab_size, positions.shape, dtype=np.int32),
+            masked_lm_weights=np.ones(positions.shape, np.float32),
+            next_sentence_labels=rng.integers(0, 2, (batch_size,), dtype=np.int32))
+    elif workload == "finetune_step":
+        batch["label_ids"] = rng.integers(0, FINETUNE_NUM_LABELS, (batch_size,), dtype=np.int32)
+    return batch
+
+
+def _repeating_dataset_fn(batch):
+    def dataset_fn(input_context, batch_size, skip_batches):
+        del input_context, skip_batches
+        return tf.data.Dataset.from_tensors({name: value[:batch_size] for name, value in batch.items()}).repeat()
+
+    return dataset_fn
+
+
+# ---- model workloads --------------------------------------------------------------------------------
+
+def _pretrain_step(settings: BenchmarkSettings, output_dir: str):
+    from albert_tf.pretraining import Pretraining, PretrainingOptions
+
+    total = settings.warmup_steps + settings.steps * settings.repeats
+    options = PretrainingOptions(
+        output_dir=output_dir, max_seq_length=settings.seq_length,
+        max_predictions_per_seq=settings.max_predictions_per_seq, train_batch_size=settings.batch_size,
+        num_train_steps=total, num_warmup_steps=max(1, total // 10), steps_per_loop=settings.steps_per_loop,
+        jit_compile=settings.jit_compile, mixed_precision=settings.mixed_precision,
+        save_checkpoints_steps=total, log_every_steps=total)
+    run = Pretraining(settings.albert_config(), options)
+    return run.model, run.trainer
+
+
+def _finetune_step(settings: BenchmarkSettings, output_dir: str):
+    from albert_tf.classifier import AlbertClassifier
+    from albert_tf.distribution import get_strategy
+    from albert_tf.finetuning import classification_loss_fn
+    from albert_tf.optimization import create_optimizer
+    from albert_tf.training_loop import Trainer, set_mixed_precision
+
+    total = settings.warmup_steps + settings.steps * settings.repeats
+    set_mixed_precision(settings.mixed_precision)
+    strategy = get_strategy("one_device")
+    with strategy.scope():
+        model = AlbertClassifier(settings.albert_config(), num_labels=FINETUNE_NUM_LABELS)
+        optimizer = create_optimizer("adamw", 2e-5, total, max(1, total // 10))
+    trainer = Trainer(strategy, model, optimizer, classification_loss_fn, model_dir=output_dir,
+                      steps_per_loop=settings.steps_per_loop, jit_compile=settings.jit_compile)
+    return model, trainer
+
+
+def _training_steps_function(workload: str, settings: BenchmarkSettings, output_dir: str):
+    """(model, run(num_steps)): the Trainer's training function over an in-memory batch."""
+    build = _pretrain_step if workload == "pretrain_step" else _finetune_step
+    model, trainer = build(settings, output_dir)
+    batch = random_batch(workload, settings.albert_config(), settings.batch_size, settings.seq_length,
+                         settings.max_predictions_per_seq)
+    train_steps = trainer.make_train_function(_repeating_dataset_fn(batch), settings.batch_size)
+
+    def run(num_steps):
+        for done in range(0, num_steps, settings.steps_per_loop):
+            train_steps(min(settings.steps_per_loop, num_steps - done))
+
+    return model, run
+
+
+def _encode_function(settings: BenchmarkSettings):
+    from albert_tf.distribution import get_strategy
+    from albert_tf.encoder import AlbertEncoder
+    from albert_tf.training_loop import set_mixed_precision
+
+    set_mixed_precision(settings.mixed_precision)
+    with get_strategy("one_device").scope():
+        model = AlbertEncoder(settings.albert_config())
+    batch = random_batch("encode", settings.albert_config(), settings.batch_size, settings.seq_length,
+                         settings.max_predictions_per_seq)
+    inputs = {name: tf.constant(value) for name, value in batch.items()}
+
+    @tf.function(jit_compile=settings.jit_compile)
+    def encode(inputs):
+        return tf.reduce_sum(tf.cast(model(inputs, training=False)["sequence_output"], tf.float32))
+
+    def run(num_steps):
+        total = None
+        for _ in range(num_steps):
+            total = encode(inputs)
+        total.numpy()
+
+    return model, run
+
+
+def run_model_workload(workload: str, settings: BenchmarkSettings) -> dict:
+    """Builds, warms up and times one model workload in this process; returns its record.
+
+    Example:
+    >>> config = AlbertConfig(vocab_size=100, hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
+    ...                       intermediate_size=64, embedding_size=16)
+    >>> settings = BenchmarkSettings(config=config.to_dict(), model_name="tiny", batch_size=2, seq_length=16,
+    ...                              max_predictions_per_seq=3, steps=2, warmup_steps=1, repeats=1)
+    >>> run_model_workload("encode", settings)["seq_per_s_median"] > 0
+    True
+    """
+    if workload not in MODEL_WORKLOADS:
+        raise ValueError(f"Unknown model workload {workload!r}; allowed: {', '.join(MODEL_WORKLOADS)}.")
+    config = settings.albert_config()
+    with tempfile.TemporaryDirectory() as output_dir:
+        start = time.perf_counter()
+        if workload == "encode":
+            model, run = _encode_function(settings)
+        else:
+            model, run = _training_steps_function(workload, settings, output_dir)
+        run(max(settings.warmup_steps, 1))
+        warmup_seconds = time.perf_counter() - start
+        compute_dtype = model.dtype_policy.compute_dtype
+        seconds, peaks = [], []
+        for _ in range(settings.repeats):
+            start = time.perf_counter()
+            run(settings.steps)
+            seconds.append(time.perf_counter() - start)
+            peaks.append(measure_matmul_peak(settings.batch_size * settings.seq_length, config.hidden_size,
+                                             config.intermediate_size, compute_dtype))
+        flops = workload_flops(workload, config, settings.batch_size, settings.seq_length,
+                               settings.max_predictions_per_seq)
+        rates = summarize([settings.steps * settings.batch_size / elapsed for elapsed in seconds])
+        gflop_per_s = rates["median"] / settings.batch_size * flops / 1e9
+        peak = max(peaks)
+        device_memory = peak_device_memory_bytes()
+        return {
+            "workload": workload, "preset": settings.model_name, "batch_size": settings.batch_size,
+            "seq_length": settings.seq_length, "mixed_precision": settings.mixed_precision,
+            "jit_compile": settings.jit_compile, "steps": settings.steps, "repeats": settings.repeats,
+            "warmup_steps": settings.warmup_steps, "steps_per_loop": settings.steps_per_loop,
+            "seq_per_s_median": rates["median"], "seq_per_s_min": rates["min"], "seq_per_s_max": rates["max"],
+            "tokens_per_s": rates["median"] * settings.seq_length,
+            "step_seconds_median": settings.batch_size / rates["median"],
+            "gflop_per_step": flops / 1e9, "gflop_per_s": gflop_per_s, "peak_gflop_per_s": peak,
+            "peak_fraction": gflop_per_s / peak, "peak_rss_mb": peak_rss_bytes() / 1e6,
+            "peak_device_memory_mb": None if device_memory is None else device_memory / 1e6,
+            "parameter_mb": parameter_bytes(model) / 1e6, "checkpoint_mb": checkpoint_bytes(model) / 1e6,
+            "warmup_seconds": warmup_seconds, "device": device_description(), "load_average": load_average(),
+            "tensorflow": tf.__version__,
+        }
+
+
+_CHILD = """
+import json, sys
+from albert_tf.benchmarking import BenchmarkSettings, run_model_workload
+record = run_model_workload(sys.argv[1], BenchmarkSettings(**json.loads(sys.argv[2])))
+print("BENCHMARK_RECORD " + json.dumps(record))
+"""
+
+
+def run_in_subprocess(workload: str, settings: BenchmarkSettings, timeout_seconds: Optional[float] = None) -> dict:
+    """`run_model_workload` in a fresh Python process, so its peak RSS is this workload's alone.
+
+    Example:
+    >>> record = run_in_subprocess("pretrain_step", settings)  # doctest: +SKIP
+    >>> record["peak_rss_mb"]  # doctest: +SKIP
+    1180.4
+    """
+    repository_root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    environment = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [repository_root,
+                                                                         os.environ.get("PYTHONPATH")])))
+    environment.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+    child = subprocess.run([sys.executable, "-c", _CHILD, workload, json.dumps(dataclasses.asdict(settings))],
+                           cwd=repository_root, env=environment, capture_output=True, text=True,
+                           timeout=timeout_seconds)
+    lines = [line for line in child.stdout.splitlines() if line.startswith("BENCHMARK_RECORD ")]
+    if child.returncode != 0 or not lines:
+        raise RuntimeError(f"Benchmark workload {workload} on {settings.model_name} failed in its child process "
+                           f"(exit {child.returncode}):\n{child.stderr[-4000:]}")
+    return json.loads(lines[-1][len("BENCHMARK_RECORD "):])
+
+
+# ---- data workloads ---------------------------------------------------------------------------------
+
+def measure_dataset(dataset: tf.data.Dataset, batch_size: int, batches: int, warmup_batches: int = 10,
+                    repeats: int = 3) -> Dict[str, float]:
+    """Batches/s of iterating `dataset` (a repeating pipeline), as a training loop pulls it.
+
+    Returns the median, min and max over `repeats` timed runs of `batches` batches, each as
+    `batches_per_s_*` and `seq_per_s_*` (batches x batch_size).
+
+    Example:
+    >>> measure_dataset(tf.data.Dataset.from_tensors([1, 2]).repeat(), 2, batches=5, repeats=1)["batches_per_s_min"] > 0
+    True
+    """
+    iterator = iter(dataset)
+    for _ in range(warmup_batches):
+        next(iterator)
+    rates = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        for _ in range(batches):
+            next(iterator)
+        rates.append(batches / (time.perf_counter() - start))
+    summary = summarize(rates)
+    result = {f"batches_per_s_{key}": value for key, value in summary.items()}
+    result.update({f"seq_per_s_{key}": value * batch_size for key, value in summary.items()})
+    return result
+
+
+def data_record(workload: str, model_name: str, batch_size: int, seq_length: int, rates: Dict[str, float],
+                **extra) -> dict:
+    """A record of a data workload in the model workloads' format (no FLOPs, this process's peak RSS)."""
+    record = {"workload": workload, "preset": model_name, "batch_size": batch_size, "seq_length": seq_length,
+              "mixed_precision": None, "jit_compile": None, "gflop_per_s": None, "peak_gflop_per_s": None,
+              "peak_fraction": None, "peak_rss_mb": peak_rss_bytes() / 1e6, "device": device_description(),
+              "load_average": load_average(), "tensorflow": tf.__version__}
+    record.update(rates)
+    record["tokens_per_s"] = record["seq_per_s_median"] * seq_length
+    record.update(extra)
+    return record
+
+
+# ---- preset comparison ------------------------------------------------------------------------------
+
+def compare_presets(preset_names: Sequence[str], training_presets: Sequence[str], settings: BenchmarkSettings,
+                    run_workload: Callable[[str, BenchmarkSettings], dict] = run_in_subprocess) -> List[dict]:
+    """Parameter memory of each preset, and the peak RSS of a pretraining step for `training_presets`.
+
+    Every training preset runs `pretrain_step` with the same batch, length and precision as `settings` for one
+    warmup and one timed step (the memory high-water mark is reached by then), in a process of its own (by
+    default), so the peak RSS figures compare like with like. Rows are records (workload "preset_memory").
+
+    Example:
+    >>> rows = compare_presets(["bert-large", "albert-large"], [], settings)  # doctest: +SKIP
+    >>> [round(row["encoder_parameter_mb"]) for row in rows]  # doctest: +SKIP
+    [1336, 71]
+    """
+    from albert_tf.param_count import encoder_parameters
+
+    unknown = sorted(set(training_presets) - set(preset_names))
+    if unknown:
+        raise ValueError(f"Training-memory presets {unknown} are not among the compared presets {list(preset_names)}.")
+    rows = []
+    for name in preset_names:
+        config = AlbertConfig.from_preset(name)
+        parameters = encoder_parameters(config)
+        row = {"workload": "preset_memory", "preset": name, "batch_size": settings.batch_size,
+               "seq_length": settings.seq_length, "mixed_precision": settings.mixed_precision,
+               "jit_compile": settings.jit_compile, "encoder_parameters": parameters,
+               "encoder_parameter_mb": parameters * 4 / 1e6,
+               **{field: None for field in MEASURED_FIELDS}}
+        if name in training_presets:
+            record = run_workload("pretrain_step", dataclasses.replace(
+                settings, config=config.to_dict(), model_name=name, steps=1, repeats=1, warmup_steps=1))
+            row.update({field: record[field] for field in MEASURED_FIELDS},
+                       parameter_mb=record["parameter_mb"], checkpoint_mb=record["checkpoint_mb"])
+        rows.append(row)
+    return rows
+
+
+# ---- reports ----------------------------------------------------------------------------------------
+
+def _number(value, digits=1):
+    return "-" if value is None else f"{value:,.{digits}f}"
+
+
+def markdown_table(records: Sequence[dict]) -> str:
+    """The records as a Markdown table: throughput, FLOP rate against the peak, memory and checkpoint size."""
+    lines = ["| workload | model | precision | XLA | batch x seq | seq/s median (min-max) | tokens/s | GFLOP/step "
+             "| GFLOP/s | peak GFLOP/s | % of peak | peak RSS MB | params MB | checkpoint MB |",
+             "|---" * 14 + "|"]
+    for record in records:
+        fraction = record.get("peak_fraction")
+        lines.append(
+            f"| {record['workload']} | {record['preset']} | {record.get('mixed_precision') or '-'} "
+            f"| {'-' if record.get('jit_compile') is None else record['jit_compile']} "
+            f"| {record['batch_size']} x {record['seq_length']} "
+            f"| {_number(record['seq_per_s_median'], 2)} ({_number(record['seq_per_s_min'], 2)}-"
+            f"{_number(record['seq_per_s_max'], 2)}) | {_number(record.get('tokens_per_s'), 0)} "
+            f"| {_number(record.get('gflop_per_step'))} | {_number(record.get('gflop_per_s'))} "
+            f"| {_number(record.get('peak_gflop_per_s'))} | {'-' if fraction is None else f'{100 * fraction:.0f}%'} "
+            f"| {_number(record.get('peak_rss_mb'), 0)} | {_number(record.get('parameter_mb'))} "
+            f"| {_number(record.get('checkpoint_mb'))} |")
+    return "\n".join(lines)
+
+
+def comparison_table(rows: Sequence[dict]) -> str:
+    """The preset comparison as a Markdown table."""
+    lines = ["| preset | encoder parameters | parameter MB (float32) | pretraining peak RSS MB | pretraining seq/s |",
+             "|---|---|---|---|---|"]
+    for row in rows:
+        lines.append(f"| {row['preset']} | {row['encoder_parameters']:,} | {_number(row['encoder_parameter_mb'])} "
+                     f"| {_number(row['peak_rss_mb'], 0)} | {_number(row['seq_per_s_median'], 2)} |")
+    return "\n".join(lines)
