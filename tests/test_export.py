@@ -1,11 +1,12 @@
 """TF-Hub-style export: the script, and loading by tf.saved_model, Keras 3 TFSMLayer, tensorflow_hub.KerasLayer
 (tf_keras) and saved_model_cli; fine-tuning from the export; a raw-text classifier SavedModel.
 
-The *_SNIPPET constants are the README's snippets: the tests run exactly this text (shell snippets through
+The *_SNIPPET constants are read from README.md: the tests run exactly the README's text (shell snippets through
 bash with the variables they name, Python snippets with `export_path` defined).
 """
 import json
 import os
+import re
 import subprocess
 import sys
 import textwrap
@@ -23,60 +24,29 @@ from albert_tf.tf1_names import model_variable_map
 from albert_tf.tokenization import AlbertTokenizer
 from tests.fixtures import make_spm_model
 
-EXPORT_SNIPPET = """\
-python -m run_scripts.export_to_tfhub \\
-  --init_checkpoint="$CHECKPOINT" --albert_config_file="$ALBERT_CONFIG" \\
-  --spm_model_file="$SPM_MODEL" --export_path="$EXPORT_PATH"
-"""
+_REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+README = os.path.join(_REPO_ROOT, "README.md")
 
-LOAD_SNIPPET = """\
-import tensorflow as tf
-import tensorflow_text  # registers the preprocessor's ops
 
-preprocessor = tf.saved_model.load(f"{export_path}/preprocessor")
-encoder = tf.saved_model.load(f"{export_path}/encoder")
-inputs = preprocessor(tf.constant(["The quick brown fox.", "Sentence order prediction, 1990, café."]))
-outputs = encoder(inputs)  # pooled_output, default, sequence_output, encoder_outputs
-mlm_logits = encoder.mlm(dict(inputs, masked_lm_positions=tf.constant([[1, 2], [2, 3]])))["mlm_logits"]
-tokenize = preprocessor.tokenize
-pair_inputs = preprocessor.bert_pack_inputs(
-    [tokenize(tf.constant(["Is it shared?"])), tokenize(tf.constant(["Yes, every layer."]))], seq_length=32)
-"""
+def readme_snippet(name):
+    """The fenced block that follows `<!-- snippet: NAME -->` in README.md, so the README's code is what runs."""
+    with open(README, encoding="utf-8") as handle:
+        text = handle.read()
+    match = re.search(r"<!-- snippet: " + re.escape(name) + r" -->\n```[a-z]*\n(.*?)```", text, re.DOTALL)
+    assert match, f"README.md has no snippet {name!r}"
+    return match.group(1)
 
-TFSM_LAYER_SNIPPET = """\
-import keras
 
-encoder = keras.layers.TFSMLayer(f"{export_path}/encoder", call_endpoint="serving_default", trainable=True)
-inputs = {name: keras.Input(shape=(None,), dtype="int32", name=name)
-          for name in ("input_word_ids", "input_mask", "input_type_ids")}
-logits = keras.layers.Dense(2)(encoder(inputs)["pooled_output"])
-model = keras.Model(inputs, logits)
-"""
-
-HUB_KERAS_LAYER_SNIPPET = """\
-import tensorflow as tf
-import tensorflow_hub as hub
-import tf_keras
-
-encoder = hub.KerasLayer(f"{export_path}/encoder", trainable=True)
-inputs = {name: tf_keras.Input(shape=(None,), dtype=tf.int32, name=name)
-          for name in ("input_word_ids", "input_mask", "input_type_ids")}
-logits = tf_keras.layers.Dense(2)(encoder(inputs)["pooled_output"])
-model = tf_keras.Model(inputs, logits)
-"""
-
-SAVED_MODEL_CLI_SNIPPET = """\
-saved_model_cli show --dir "$EXPORT_PATH/encoder" --all
-saved_model_cli run --dir "$EXPORT_PATH/encoder" --tag_set serve --signature_def serving_default \\
-  --inputs "input_word_ids=$NPZ[input_word_ids];input_mask=$NPZ[input_mask];input_type_ids=$NPZ[input_type_ids]" \\
-  --outdir "$OUTPUT_DIR"
-"""
+EXPORT_SNIPPET = readme_snippet("export")
+LOAD_SNIPPET = readme_snippet("saved_model_load")
+TFSM_LAYER_SNIPPET = readme_snippet("tfsm_layer")
+HUB_KERAS_LAYER_SNIPPET = readme_snippet("hub_keras_layer")
+SAVED_MODEL_CLI_SNIPPET = readme_snippet("saved_model_cli")
 
 INPUT_NAMES = ("input_word_ids", "input_mask", "input_type_ids")
 # Softmax ignores a bias added to every key, so its gradient is zero up to rounding.
 KEY_BIAS = "bert/encoder/transformer/group_0/inner_group_0/attention_1/self/key/bias"
 _VENV_BIN = os.path.dirname(sys.executable)
-_REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 def _run_bash(script, **variables):
