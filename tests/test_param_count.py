@@ -28,7 +28,8 @@ def test_albert_base_built_model_matches_its_analytic_count():
 def test_paper_tables_script_prints_exact_counts_beside_the_paper():
     result = subprocess.run([sys.executable, "-m", "run_scripts.count_params", "--paper_tables"],
                             capture_output=True, text=True, check=True, timeout=120)
-    assert "### Table 3" in result.stdout and "### Table 4" in result.stdout
+    assert "### Table 1" in result.stdout and "### Table 3" in result.stdout and "### Table 4" in result.stdout
+    assert "| albert-xxlarge | 222,595,584 | 222.6 | 235 |" in result.stdout
     assert "| 128 | all | 11,683,584 | 11.7 | 12 |" in result.stdout
     assert "| 768 | ffn | 57,117,696 | 57.1 | 57 |" in result.stdout
     assert "| 64 | none | 87,648,000 | 87.6 | 87 |" in result.stdout
