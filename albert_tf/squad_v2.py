@@ -1,7 +1,6 @@
 """AlbertSquadV2: the encoder with the original's SQuAD 2.0 head."""
 
 import keras
-import tensorflow as tf
 
 from albert_tf.encoder import AlbertEncoder, as_config
 from albert_tf.squad_v2_head import SquadV2Head
@@ -12,6 +11,7 @@ class AlbertSquadV2(keras.Model):
     Outputs: see SquadV2Head.
 
     Example:
+    >>> import tensorflow as tf
     >>> from albert_tf import AlbertConfig
     >>> config = AlbertConfig(vocab_size=100, hidden_size=32, num_hidden_layers=2,
     ...                       num_attention_heads=2, intermediate_size=64, embedding_size=16)

@@ -10,10 +10,11 @@ from absl import flags, logging
 
 from albert_tf import checkpoint_io, hub_module
 from albert_tf.distribution import STRATEGY_NAMES
+from albert_tf import finetuning
 from albert_tf.finetuning import FinetuningOptions
 from albert_tf.optimization import OPTIMIZER_NAMES
 from albert_tf.tokenization import AlbertTokenizer
-from albert_tf.training_loop import MIXED_PRECISION_POLICIES
+from albert_tf.training_loop import MIXED_PRECISION_POLICIES, TrainingPreempted
 
 FLAGS = flags.FLAGS
 
@@ -113,3 +114,13 @@ def tokenizer_from_flags() -> AlbertTokenizer:
                          "give --spm_model_file.")
     logging.info("Using the SentencePiece model %s.", models[0])
     return AlbertTokenizer(spm_model_file=models[0], do_lower_case=FLAGS.do_lower_case)
+
+
+def run(task, options) -> None:
+    """Runs a fine-tuning task; a preempted run (SIGTERM) exits cleanly, to resume when rerun."""
+    try:
+        results = finetuning.run_finetuning(task, options)
+    except TrainingPreempted as preempted:
+        logging.warning("%s", preempted)
+        return
+    logging.info("Done: %s", results)

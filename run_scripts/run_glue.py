@@ -12,7 +12,6 @@ import tensorflow as tf
 from absl import app, flags, logging
 
 from albert_tf import AlbertClassifier, finetuning
-from albert_tf.training_loop import TrainingPreempted
 from data_gen import glue
 from run_scripts import finetuning_flags
 
@@ -112,12 +111,7 @@ def main(argv):
     task = glue.get_task(FLAGS.task_name)
     options = _options(task)
     tokenizer = finetuning_flags.tokenizer_from_flags()
-    try:
-        results = finetuning.run_finetuning(_glue_task(task, options, tokenizer), options)
-    except TrainingPreempted as preempted:
-        logging.warning("%s", preempted)
-        return
-    logging.info("Done: %s", results)
+    finetuning_flags.run(_glue_task(task, options, tokenizer), options)
 
 
 if __name__ == "__main__":

@@ -12,7 +12,6 @@ import tensorflow as tf
 from absl import app, flags, logging
 
 from albert_tf import AlbertMultipleChoice, finetuning
-from albert_tf.training_loop import TrainingPreempted
 from data_gen import race
 from run_scripts import finetuning_flags
 
@@ -68,12 +67,7 @@ def main(argv):
     del argv
     options = finetuning_flags.finetuning_options()
     tokenizer = finetuning_flags.tokenizer_from_flags()
-    try:
-        results = finetuning.run_finetuning(_race_task(options, tokenizer), options)
-    except TrainingPreempted as preempted:
-        logging.warning("%s", preempted)
-        return
-    logging.info("Done: %s", results)
+    finetuning_flags.run(_race_task(options, tokenizer), options)
 
 
 if __name__ == "__main__":

@@ -22,7 +22,6 @@ import tensorflow as tf
 from absl import app, flags, logging
 
 from albert_tf import AlbertSpanPredictor, AlbertSquadV2, finetuning
-from albert_tf.training_loop import TrainingPreempted
 from data_gen import squad, squad_evaluation, squad_postprocess
 from run_scripts import finetuning_flags
 
@@ -234,12 +233,7 @@ def main(argv):
     options = finetuning_flags.finetuning_options()
     _check_flags(options)
     tokenizer = finetuning_flags.tokenizer_from_flags()
-    try:
-        results = finetuning.run_finetuning(_squad_task(options, tokenizer), options)
-    except TrainingPreempted as preempted:
-        logging.warning("%s", preempted)
-        return
-    logging.info("Done: %s", results)
+    finetuning_flags.run(_squad_task(options, tokenizer), options)
 
 
 if __name__ == "__main__":

@@ -1,6 +1,5 @@
 """albert_tf.finetuning: the shared driver, on a toy task (the ALBERT end-to-end runs are in test_glue/test_race)."""
 import json
-import os
 
 import keras
 import numpy as np

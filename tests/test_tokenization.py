@@ -102,7 +102,6 @@ def test_digit_comma_piece_is_split_and_reencoded(digit_comma_model_file):
 
 
 def test_digit_comma_inside_a_word_gets_no_new_word_start(digit_comma_model_file):
-    tokenizer = AlbertTokenizer(spm_model_file=digit_comma_model_file)
     sp_model = spm.SentencePieceProcessor(model_file=digit_comma_model_file)
     assert sp_model.encode("x1990,", out_type=str) == ["▁", "x", "1990,"]
     # Re-encoding "1990" adds a lone "▁"; the piece did not start a word, so it is dropped again.
