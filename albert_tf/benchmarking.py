@@ -10,9 +10,10 @@ Their batches are random ids held in memory, so input never bounds them (the `in
 which needs data_gen, is measured by run_scripts/benchmark.py with `measure_dataset`).
 
 Timing: `warmup_steps` steps first (tracing and XLA compilation), then `repeats` timed runs of `steps` steps,
-each followed by a measurement of the matmul peak; the record holds the median, min and max of the
-sequences/s over the repeats and the best peak seen. Peak RSS is the process's high-water mark
-(`getrusage`), so a workload measures cleanly in a process of its own (`run_in_subprocess`).
+with the matmul peak measured before the first and after every run; the record holds the median, min and max
+of the sequences/s over the repeats and the best peak seen. `peak_rss_mb` is the process's high-water mark
+(`getrusage`: imports, compilation and steps), so a workload measures cleanly in a process of its own
+(`run_in_subprocess`); `steady_peak_rss_mb` is the high-water mark of the timed steps alone (Linux).
 
 Units: MB and GFLOP are decimal (1e6 bytes, 1e9 FLOP).
 """
@@ -203,6 +204,31 @@ def peak_rss_bytes() -> int:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
 
 
+def reset_rss_high_water_mark() -> bool:
+    """Restarts the kernel's peak-RSS count (VmHWM) from the current RSS; False where that is not possible.
+
+    After warmup this separates what the timed steps hold from one-time peaks such as XLA compilation.
+    """
+    try:
+        with open("/proc/self/clear_refs", "w", encoding="ascii") as handle:
+            handle.write("5")
+        return True
+    except OSError:
+        return False
+
+
+def rss_high_water_mark_bytes() -> Optional[int]:
+    """VmHWM of /proc/self/status: the peak RSS since the last reset (or since the start), None without procfs."""
+    try:
+        with open("/proc/self/status", encoding="ascii") as handle:
+            for line in handle:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return None
+
+
 def peak_device_memory_bytes() -> Optional[int]:
     """The first GPU's peak allocated memory, or None without a GPU."""
     if not tf.config.list_logical_devices("GPU"):
@@ -384,14 +410,22 @@ def run_model_workload(workload: str, settings: BenchmarkSettings) -> dict:
             model, run = _training_steps_function(workload, settings, output_dir)
         run(max(settings.warmup_steps, 1))
         warmup_seconds = time.perf_counter() - start
-        compute_dtype = model.dtype_policy.compute_dtype
-        seconds, peaks = [], []
+
+        def matmul_peak():
+            return measure_matmul_peak(settings.batch_size * settings.seq_length, config.hidden_size,
+                                       config.intermediate_size, model.dtype_policy.compute_dtype)
+
+        # Measured around every repeat, the best is the machine's peak even when other processes load it.
+        peaks = [matmul_peak()]
+        seconds, steady_rss = [], []
         for _ in range(settings.repeats):
+            counting = reset_rss_high_water_mark()
             start = time.perf_counter()
             run(settings.steps)
             seconds.append(time.perf_counter() - start)
-            peaks.append(measure_matmul_peak(settings.batch_size * settings.seq_length, config.hidden_size,
-                                             config.intermediate_size, compute_dtype))
+            if counting:
+                steady_rss.append(rss_high_water_mark_bytes())
+            peaks.append(matmul_peak())
         flops = workload_flops(workload, config, settings.batch_size, settings.seq_length,
                                settings.max_predictions_per_seq)
         rates = summarize([settings.steps * settings.batch_size / elapsed for elapsed in seconds])
@@ -408,6 +442,7 @@ def run_model_workload(workload: str, settings: BenchmarkSettings) -> dict:
             "step_seconds_median": settings.batch_size / rates["median"],
             "gflop_per_step": flops / 1e9, "gflop_per_s": gflop_per_s, "peak_gflop_per_s": peak,
             "peak_fraction": gflop_per_s / peak, "peak_rss_mb": peak_rss_bytes() / 1e6,
+            "steady_peak_rss_mb": max(steady_rss) / 1e6 if steady_rss else None,
             "peak_device_memory_mb": None if device_memory is None else device_memory / 1e6,
             "parameter_mb": parameter_bytes(model) / 1e6, "checkpoint_mb": checkpoint_bytes(model) / 1e6,
             "warmup_seconds": warmup_seconds, "device": device_description(), "load_average": load_average(),
@@ -533,8 +568,8 @@ def _number(value, digits=1):
 def markdown_table(records: Sequence[dict]) -> str:
     """The records as a Markdown table: throughput, FLOP rate against the peak, memory and checkpoint size."""
     lines = ["| workload | model | precision | XLA | batch x seq | seq/s median (min-max) | tokens/s | GFLOP/step "
-             "| GFLOP/s | peak GFLOP/s | % of peak | peak RSS MB | params MB | checkpoint MB |",
-             "|---" * 14 + "|"]
+             "| GFLOP/s | peak GFLOP/s | % of peak | peak RSS MB | steps' peak RSS MB | params MB | checkpoint MB |",
+             "|---" * 15 + "|"]
     for record in records:
         fraction = record.get("peak_fraction")
         lines.append(
@@ -545,7 +580,8 @@ def markdown_table(records: Sequence[dict]) -> str:
             f"{_number(record['seq_per_s_max'], 2)}) | {_number(record.get('tokens_per_s'), 0)} "
             f"| {_number(record.get('gflop_per_step'))} | {_number(record.get('gflop_per_s'))} "
             f"| {_number(record.get('peak_gflop_per_s'))} | {'-' if fraction is None else f'{100 * fraction:.0f}%'} "
-            f"| {_number(record.get('peak_rss_mb'), 0)} | {_number(record.get('parameter_mb'))} "
+            f"| {_number(record.get('peak_rss_mb'), 0)} | {_number(record.get('steady_peak_rss_mb'), 0)} "
+            f"| {_number(record.get('parameter_mb'))} "
             f"| {_number(record.get('checkpoint_mb'))} |")
     return "\n".join(lines)
 
