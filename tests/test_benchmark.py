@@ -24,7 +24,7 @@ def test_harness_runs_a_model_and_a_data_workload_and_writes_records(tmp_path):
          "--workloads=pretrain_step,input_pipeline", "--batch_size=4", "--seq_length=32",
          "--max_predictions_per_seq=4", "--steps=2", "--warmup_steps=1", "--repeats=1", "--jit_compile=false",
          "--isolate_workloads=false", "--corpus_documents=60", "--vocab_size=120", "--input_batches=5",
-         "--num_output_shards=1", f"--output_json={output_json}"],
+         "--num_output_shards=1", "--cpu_allocator=bfc", f"--output_json={output_json}"],
         cwd=ROOT, env=environment, capture_output=True, text=True, timeout=240)
     assert result.returncode == 0, result.stderr[-3000:]
     records = json.loads(output_json.read_text())
@@ -34,6 +34,7 @@ def test_harness_runs_a_model_and_a_data_workload_and_writes_records(tmp_path):
         assert record["batch_size"] == 4 and record["seq_length"] == 32
         assert 0 < record["seq_per_s_min"] <= record["seq_per_s_median"] <= record["seq_per_s_max"]
         assert record["peak_rss_mb"] > 100
+        assert record["cpu_allocator"] == "bfc"
     step = records[0]
     assert step["preset"] == "tiny_config.json" and step["mixed_precision"] == "float32"
     assert step["jit_compile"] is False
