@@ -90,7 +90,8 @@ def _data_records(settings, work_dir):
             "create_pretraining_data", "synthetic corpus", 1, settings.seq_length,
             {f"seq_per_s_{key}": value for key, value in rates.items()},
             num_workers=FLAGS.num_workers, instances_per_s_per_worker=rates["median"] / FLAGS.num_workers,
-            instances=runs[0]["instances"], peak_rss_mb=max(run["peak_pss_bytes"] for run in runs) / 1e6))
+            instances=runs[0]["instances"], peak_rss_mb=max(run["peak_main_rss_bytes"] for run in runs) / 1e6,
+            peak_pss_mb=max(run["peak_pss_bytes"] for run in runs) / 1e6))
     if "input_pipeline" in FLAGS.workloads:
         shards = cpd.output_shard_paths(os.path.join(work_dir, "shards_0", "measure.tfrecord"),
                                         FLAGS.num_output_shards)
@@ -118,6 +119,9 @@ def main(argv):
         records.append(run_workload(workload, settings))
     if set(FLAGS.workloads) & set(DATA_WORKLOADS):
         if FLAGS.work_dir:
+            if os.path.isdir(FLAGS.work_dir) and os.listdir(FLAGS.work_dir):
+                raise app.UsageError(f"--work_dir={FLAGS.work_dir} is not empty; the data workloads need a new or "
+                                     "empty directory (finished shards would be skipped, not measured).")
             os.makedirs(FLAGS.work_dir, exist_ok=True)
             records += _data_records(settings, FLAGS.work_dir)
         else:
