@@ -196,6 +196,8 @@ def test_jit_compile_matches_eager():
 
 
 def test_mixed_bfloat16_is_close_to_float32():
+    # Seeded weights: with unseeded ones a near-tie in the top MLM logit can flip under bfloat16 rounding.
+    keras.utils.set_random_seed(7)
     config = tiny_config()
     reference = AlbertPretrainer(config)
     inputs = random_inputs()
