@@ -33,6 +33,7 @@ import numpy as np
 import tensorflow as tf
 
 from albert_tf.config import AlbertConfig
+from albert_tf.host_allocator import cpu_allocator
 
 MODEL_WORKLOADS = ("pretrain_step", "finetune_step", "encode")
 # Both halves of each step are counted: a backward pass computes two matmuls (the gradients of both
@@ -40,8 +41,6 @@ MODEL_WORKLOADS = ("pretrain_step", "finetune_step", "encode")
 TRAINING_FLOPS_FACTOR = 3
 FINETUNE_NUM_LABELS = 2
 FIRST_NON_SPECIAL_ID = 5
-CPU_ALLOCATOR_VARIABLE = "TF_CPU_ALLOCATOR_USE_BFC"
-CPU_ALLOCATORS = ("default", "bfc")
 # Every record has at least these: what ran, then what was measured (None where it does not apply).
 SETTING_FIELDS = ("workload", "preset", "batch_size", "seq_length", "mixed_precision", "jit_compile")
 MEASURED_FIELDS = ("seq_per_s_median", "seq_per_s_min", "seq_per_s_max", "gflop_per_s", "peak_gflop_per_s",
@@ -268,28 +267,6 @@ def device_description() -> str:
             names = [line.split(":", 1)[1].strip() for line in handle if line.startswith("model name")]
         model = names[0] if names else model
     return f"{model}, {len(os.sched_getaffinity(0))} cores"
-
-
-def cpu_allocator() -> str:
-    """"bfc" when TF_CPU_ALLOCATOR_USE_BFC turns on TensorFlow's caching host allocator, else "default"."""
-    return "bfc" if os.environ.get(CPU_ALLOCATOR_VARIABLE, "").lower() in ("1", "true") else "default"
-
-
-def select_cpu_allocator(name: str) -> None:
-    """Sets TensorFlow's host allocator for this process and its children: "bfc" (caching) or "default" (malloc).
-
-    Takes effect only before TensorFlow creates its devices (its first op). With malloc, each XLA step maps
-    its temporary buffer afresh and faults every page in (about 490k page faults and 1-1.5 s of system time
-    per ALBERT-base step at batch 8 x 128); the caching allocator keeps the pages.
-
-    Example:
-    >>> select_cpu_allocator("bfc")
-    >>> cpu_allocator()
-    'bfc'
-    """
-    if name not in CPU_ALLOCATORS:
-        raise ValueError(f"Unknown CPU allocator {name!r}; allowed: {', '.join(CPU_ALLOCATORS)}.")
-    os.environ[CPU_ALLOCATOR_VARIABLE] = "true" if name == "bfc" else "false"
 
 
 def load_average() -> float:

@@ -17,7 +17,7 @@ import tempfile
 
 from absl import app, flags, logging
 
-from albert_tf import benchmarking
+from albert_tf import benchmarking, host_allocator
 from albert_tf.config import load_config
 
 DATA_WORKLOADS = ("input_pipeline", "create_pretraining_data")
@@ -36,8 +36,9 @@ flags.DEFINE_integer("steps", 10, "Timed steps per repeat.")
 flags.DEFINE_integer("warmup_steps", 2, "Untimed steps first (tracing, compilation).")
 flags.DEFINE_integer("repeats", 3, "Timed repeats; the median, min and max are reported.")
 flags.DEFINE_integer("steps_per_loop", 1, "Training steps per tf.function call (the Trainer's steps_per_loop).")
-flags.DEFINE_enum("cpu_allocator", None, list(benchmarking.CPU_ALLOCATORS),
-                  "TensorFlow's host allocator (TF_CPU_ALLOCATOR_USE_BFC); default: as the environment sets it.")
+flags.DEFINE_enum("cpu_allocator", None, list(host_allocator.CPU_ALLOCATORS),
+                  "TensorFlow's host allocator (TF_CPU_ALLOCATOR_USE_BFC); default: the caching one, as training "
+                  "uses, unless the environment sets TF_CPU_ALLOCATOR_USE_BFC.")
 flags.DEFINE_bool("isolate_workloads", True, "Run each model workload in a process of its own (clean peak RSS).")
 flags.DEFINE_string("output_json", None, "Write the records (and any preset comparison) to this JSON file.")
 flags.DEFINE_list("compare_presets", [], "Presets whose parameter memory to compare, e.g. "
@@ -109,7 +110,9 @@ def main(argv):
     if unknown:
         raise app.UsageError(f"--workloads names {unknown}; allowed: {', '.join(WORKLOADS)}.")
     if FLAGS.cpu_allocator:
-        benchmarking.select_cpu_allocator(FLAGS.cpu_allocator)
+        host_allocator.select_cpu_allocator(FLAGS.cpu_allocator)
+    else:
+        host_allocator.prefer_caching_allocator()
     settings = _model_settings()
     run_workload = benchmarking.run_in_subprocess if FLAGS.isolate_workloads else benchmarking.run_model_workload
     records = []

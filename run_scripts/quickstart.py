@@ -16,6 +16,7 @@ import time
 
 from absl import app, flags, logging
 
+from albert_tf import host_allocator
 from albert_tf.config import AlbertConfig
 from albert_tf.pretraining import Pretraining, PretrainingOptions
 from albert_tf.tokenization import AlbertTokenizer
@@ -63,6 +64,7 @@ def _corpus_files(output_dir):
 
 def main(argv):
     del argv
+    host_allocator.prefer_caching_allocator()
     output_dir = os.path.abspath(FLAGS.output_dir)
     logging.info("Writing everything under %s", output_dir)
     started = time.time()

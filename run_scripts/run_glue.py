@@ -11,7 +11,7 @@ import os
 import tensorflow as tf
 from absl import app, flags, logging
 
-from albert_tf import AlbertClassifier, finetuning
+from albert_tf import AlbertClassifier, finetuning, host_allocator
 from data_gen import glue
 from run_scripts import finetuning_flags
 
@@ -108,6 +108,7 @@ def _glue_task(task, options, tokenizer):
 
 def main(argv):
     del argv
+    host_allocator.prefer_caching_allocator()
     task = glue.get_task(FLAGS.task_name)
     options = _options(task)
     tokenizer = finetuning_flags.tokenizer_from_flags()

@@ -8,6 +8,7 @@ import sys
 
 from absl import app, flags, logging
 
+from albert_tf import host_allocator
 from albert_tf.config import load_config
 from albert_tf.pretraining import Pretraining, PretrainingOptions
 from albert_tf.training_loop import NonFiniteLossError, TrainingPreempted
@@ -53,6 +54,7 @@ flags.mark_flags_as_required(["input_file", "output_dir"])
 
 def main(argv):
     del argv
+    host_allocator.prefer_caching_allocator()
     if not FLAGS.do_train and not FLAGS.do_eval:
         raise app.UsageError("At least one of --do_train or --do_eval must be set.")
     config = load_config(FLAGS.albert_config_file, FLAGS.preset)

@@ -11,7 +11,7 @@ import numpy as np
 import tensorflow as tf
 from absl import app, flags, logging
 
-from albert_tf import AlbertMultipleChoice, finetuning
+from albert_tf import AlbertMultipleChoice, finetuning, host_allocator
 from data_gen import race
 from run_scripts import finetuning_flags
 
@@ -65,6 +65,7 @@ def _race_task(options, tokenizer):
 
 def main(argv):
     del argv
+    host_allocator.prefer_caching_allocator()
     options = finetuning_flags.finetuning_options()
     tokenizer = finetuning_flags.tokenizer_from_flags()
     finetuning_flags.run(_race_task(options, tokenizer), options)

@@ -21,7 +21,7 @@ import os
 import tensorflow as tf
 from absl import app, flags, logging
 
-from albert_tf import AlbertSpanPredictor, AlbertSquadV2, finetuning
+from albert_tf import AlbertSpanPredictor, AlbertSquadV2, finetuning, host_allocator
 from data_gen import squad, squad_evaluation, squad_postprocess
 from run_scripts import finetuning_flags
 
@@ -230,6 +230,7 @@ def _squad_task(options, tokenizer):
 
 def main(argv):
     del argv
+    host_allocator.prefer_caching_allocator()
     options = finetuning_flags.finetuning_options()
     _check_flags(options)
     tokenizer = finetuning_flags.tokenizer_from_flags()
