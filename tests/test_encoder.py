@@ -11,6 +11,7 @@ from albert_tf.attention import AlbertAttention
 from albert_tf.embeddings import AlbertEmbeddings
 from albert_tf.feed_forward import AlbertFeedForward
 from albert_tf.masked_lm_head import AlbertMaskedLMHead
+from albert_tf.pretraining_losses import pretraining_loss
 from albert_tf.classification_head import ClassificationHead
 from albert_tf.tf1_names import encoder_variable_map, pretrainer_variable_map
 from tests import numpy_albert
@@ -193,6 +194,32 @@ def test_jit_compile_matches_eager():
     compiled = tf.function(lambda x: model(x), jit_compile=True)(inputs)
     for name in ("mlm_logits", "sop_logits"):
         np.testing.assert_allclose(compiled[name], eager[name], atol=1e-5)
+
+
+def test_mixed_bfloat16_keeps_layer_norm_softmax_losses_and_gradients_in_float32():
+    keras.mixed_precision.set_global_policy("mixed_bfloat16")
+    model = AlbertPretrainer(tiny_config())
+    batch = dict(random_inputs(), masked_lm_ids=tf.zeros([2, 3], tf.int32), masked_lm_weights=tf.ones([2, 3]),
+                 next_sentence_labels=tf.zeros([2], tf.int32))
+
+    def loss_and_gradients(batch):
+        with tf.GradientTape() as tape:
+            loss, _ = pretraining_loss(model(batch, training=True), batch)
+        return loss, tape.gradient(loss, model.trainable_variables)
+
+    concrete = tf.function(loss_and_gradients).get_concrete_function(batch)
+    forward_types = {}
+    for op in concrete.graph.get_operations():
+        if "T" in op.node_def.attr and "gradient_tape" not in op.name:
+            forward_types.setdefault(op.type, set()).add(op.get_attr("T").name)
+    # LayerNorm's moments and normalisation, the attention softmax and both losses.
+    for op_type in ("Mean", "SquaredDifference", "Rsqrt", "Softmax", "LogSoftmax",
+                    "SparseSoftmaxCrossEntropyWithLogits"):
+        assert forward_types[op_type] == {"float32"}, op_type
+    assert "bfloat16" in forward_types["MatMul"] | forward_types.get("BatchMatMulV2", set())
+    loss, gradients = concrete.structured_outputs
+    assert loss.dtype == tf.float32
+    assert {gradient.dtype for gradient in gradients} == {tf.float32}
 
 
 def test_mixed_bfloat16_is_close_to_float32():
