@@ -33,6 +33,9 @@ Strict matching
 - A file variable the model does not use is an error, except the pretraining heads
   `cls/predictions/*` and `cls/seq_relationship/*` when the model has no such head: starting a
   fine-tuning model from a pretraining checkpoint is the normal case. They are logged.
+- With `drop_unused_heads=True`, any other head variable the model does not have (a GLUE, SQuAD or
+  RACE head of a fine-tuned checkpoint) is left out too, and listed in a warning; unused variables
+  under `bert/` stay an error.
 - The block layout (groups, inner groups, shared or per-layer halves) must match the config,
   unless `init_from_group0=True`: then every model variable absent from the file takes the
   original's rewrites `group_g` -> `group_0` and `attention_k` / `ffn_k` -> index 1 (also
@@ -415,6 +418,7 @@ class LoadResult:
     num_loaded: int
     missing_heads: Tuple[str, ...] = ()
     ignored: Tuple[str, ...] = ()
+    dropped_heads: Tuple[str, ...] = ()
 
 
 def _model_config(model):
@@ -495,12 +499,12 @@ def _shape_text(shape):
 
 
 def is_head_variable(name) -> bool:
-    """Whether allow_missing_heads may leave `name` freshly initialised."""
+    """Whether allow_missing_heads may leave `name` freshly initialised (and drop_unused_heads leave it out)."""
     return not name.startswith("bert/") or name.startswith(POOLER_SCOPE)
 
 
 def _mismatch_message(names, contents, config, missing, unexpected, mismatched, allow_missing_heads,
-                      init_from_group0):
+                      drop_unused_heads, init_from_group0):
     available = contents.shapes
     lines = [f"{contents.location.path} ({contents.format}) does not match the model."]
     file_layout, model_layout = _describe_layout(available), _describe_layout(names)
@@ -520,10 +524,13 @@ def _mismatch_message(names, contents, config, missing, unexpected, mismatched, 
     if missing and not allow_missing_heads and all(map(is_head_variable, missing)):
         lines.append("Only head variables (or the pooler) are missing: allow_missing_heads "
                      "(--allow_missing_heads) starts them from a fresh initialisation.")
+    if unexpected and not drop_unused_heads and all(map(is_head_variable, unexpected)):
+        lines.append("Only head variables are unexpected: drop_unused_heads (--drop_unused_heads) leaves them "
+                     "out, e.g. to take the encoder of a fine-tuned checkpoint.")
     return "\n".join(lines)
 
 
-def _match(names, contents, config, allow_missing_heads, init_from_group0):
+def _match(names, contents, config, allow_missing_heads, drop_unused_heads, init_from_group0):
     """Model name -> file name for every model variable, or CheckpointMismatchError."""
     available = contents.shapes
     sources = {}
@@ -540,6 +547,8 @@ def _match(names, contents, config, allow_missing_heads, init_from_group0):
     ignored = [name for name in unexpected
                if any(name.startswith(scope) for scope in PRETRAINING_HEAD_SCOPES if scope not in head_scopes_in_model)]
     unexpected = [name for name in unexpected if name not in ignored]
+    dropped_heads = [name for name in unexpected if drop_unused_heads and is_head_variable(name)]
+    unexpected = [name for name in unexpected if name not in dropped_heads]
     missing = sorted(name for name in names if name not in sources)
     missing_heads = [name for name in missing if allow_missing_heads and is_head_variable(name)]
     missing = [name for name in missing if name not in missing_heads]
@@ -548,9 +557,9 @@ def _match(names, contents, config, allow_missing_heads, init_from_group0):
     if missing or unexpected or mismatched:
         raise CheckpointMismatchError(
             _mismatch_message(names, contents, config, missing, unexpected, mismatched, allow_missing_heads,
-                              init_from_group0),
+                              drop_unused_heads, init_from_group0),
             missing=missing, unexpected=unexpected, mismatched=mismatched)
-    return sources, missing_heads, ignored
+    return sources, missing_heads, ignored, dropped_heads
 
 
 def _cast_for(variable, array, name, source):
@@ -563,7 +572,8 @@ def _cast_for(variable, array, name, source):
                                   f"the model's {dtype}.")
 
 
-def load_weights(model, path, format="auto", allow_missing_heads=False, init_from_group0=False) -> LoadResult:
+def load_weights(model, path, format="auto", allow_missing_heads=False, init_from_group0=False,
+                 drop_unused_heads=False) -> LoadResult:
     """Loads a tf1, hf or native checkpoint into `model`, strictly (see the module docstring).
 
     `path` is anything locate_checkpoint accepts, or CheckpointContents already read.
@@ -581,7 +591,8 @@ def load_weights(model, path, format="auto", allow_missing_heads=False, init_fro
         contents = _rename_native_heads(contents, _native_head_names(model, names))
     if contents.config is not None:
         _check_config_agrees(config, contents.config, contents.config_source, init_from_group0)
-    sources, missing_heads, ignored = _match(names, contents, config, allow_missing_heads, init_from_group0)
+    sources, missing_heads, ignored, dropped_heads = _match(names, contents, config, allow_missing_heads,
+                                                            drop_unused_heads, init_from_group0)
     source_text = f"{contents.location.path} ({contents.format})"
     values = {name: _cast_for(names[name], contents.read(source), name, source_text)
               for name, source in sources.items()}
@@ -590,13 +601,16 @@ def load_weights(model, path, format="auto", allow_missing_heads=False, init_fro
     if missing_heads:
         logger.warning("%d head variable(s) are not in %s and keep their fresh initialisation: %s",
                        len(missing_heads), source_text, ", ".join(missing_heads))
+    if dropped_heads:
+        logger.warning("Left out %d head variable(s) of %s that the model does not have (drop_unused_heads): %s",
+                       len(dropped_heads), source_text, ", ".join(contents.describe(name) for name in dropped_heads))
     if ignored:
         logger.info("Ignored %d pretraining-head variable(s) of %s that the model does not have: %s",
                     len(ignored), source_text, ", ".join(ignored))
     logger.info("Loaded %d variables from %s%s.", len(values), source_text,
                 f" at step {contents.global_step}" if contents.global_step is not None else "")
     return LoadResult(contents.location.path, contents.format, contents.global_step, len(values),
-                      tuple(missing_heads), tuple(ignored))
+                      tuple(missing_heads), tuple(ignored), tuple(dropped_heads))
 
 
 # ---- writing -----------------------------------------------------------------------------------

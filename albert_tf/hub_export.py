@@ -282,7 +282,9 @@ def export_hub_modules(export_path: str, config: AlbertConfig, spm_model_file: s
 
     The weights come from `init_checkpoint` (any format `checkpoint_io.load_weights` reads). A
     checkpoint without the masked-LM head (a fine-tuned model, a bare encoder) gives an encoder
-    without `.mlm`, with a warning. Exporting random weights is refused unless `allow_random_init`.
+    without `.mlm`, with a warning; a fine-tuning head (GLUE, SQuAD, RACE) is not part of the
+    module's interface and is left out, also with a warning. Exporting random weights is refused
+    unless `allow_random_init`.
 
     Example:
     >>> export_hub_modules("/tmp/albert_hub", AlbertConfig.from_preset("albert-base"), "30k-clean.model",
@@ -306,7 +308,7 @@ def export_hub_modules(export_path: str, config: AlbertConfig, spm_model_file: s
     pretrainer = AlbertPretrainer(config)
     model: Union[AlbertPretrainer, AlbertEncoder] = pretrainer
     if init_checkpoint:
-        result = load_weights(pretrainer, init_checkpoint, allow_missing_heads=True)
+        result = load_weights(pretrainer, init_checkpoint, allow_missing_heads=True, drop_unused_heads=True)
         if any(name.startswith(MASKED_LM_SCOPE) for name in result.missing_heads):
             logger.warning("%s has no masked-LM head (%s*): the exported encoder has no `.mlm`.", init_checkpoint,
                            MASKED_LM_SCOPE)

@@ -5,6 +5,9 @@
     # A Hugging Face download -> this project's tf.train checkpoint:
     python -m run_scripts.convert_checkpoint --input=albert-base-v2 --output=albert_base_native \
         --output_format=native --allow_missing_heads
+    # The encoder of a fine-tuned run_glue checkpoint -> Hugging Face (the classifier head is left out):
+    python -m run_scripts.convert_checkpoint --input=runs/mnli --output=mnli_encoder_hf --output_format=hf \
+        --drop_unused_heads
 
 The input may be a checkpoint prefix, a tarball directory (model.ckpt-best.* and
 albert_config.json, no `checkpoint` file needed), a TF1 TF-Hub module directory, a Hugging Face
@@ -32,6 +35,9 @@ flags.DEFINE_string("preset", None, "A named preset (e.g. albert-base), instead 
 flags.DEFINE_boolean("allow_missing_heads", False,
                      "Let head variables (outside bert/) that the input lacks start from a fresh initialisation, "
                      "e.g. the SOP head of a Hugging Face AlbertForMaskedLM download.")
+flags.DEFINE_boolean("drop_unused_heads", False,
+                     "Leave out head variables (outside bert/) that the converted model does not have, e.g. the "
+                     "GLUE, SQuAD or RACE head of a fine-tuned checkpoint, whose encoder is then converted.")
 flags.DEFINE_boolean("init_from_group0", False,
                      "Initialise every group (and every unshared half) from group 0 / index 1 of the input, as "
                      "the original's --init_from_group0.")
@@ -51,7 +57,8 @@ def main(argv):
                              f"no config.json); pass --albert_config_file or --preset.")
         model = checkpoint_io.model_for_checkpoint(contents, config)
         result = checkpoint_io.load_weights(model, contents, allow_missing_heads=FLAGS.allow_missing_heads,
-                                            init_from_group0=FLAGS.init_from_group0)
+                                            init_from_group0=FLAGS.init_from_group0,
+                                            drop_unused_heads=FLAGS.drop_unused_heads)
         output = checkpoint_io.save_checkpoint_directory(
             model, FLAGS.output, FLAGS.output_format, global_step=result.global_step,
             vocab_files=checkpoint_io.find_vocab_files(contents.location))

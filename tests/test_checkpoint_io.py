@@ -358,6 +358,31 @@ def test_classifier_from_pretraining_checkpoint_needs_allow_missing_heads(tmp_pa
     np.testing.assert_array_equal(classifier.encoder.pooler.kernel.numpy(), pretrainer.encoder.pooler.kernel.numpy())
 
 
+@pytest.mark.parametrize("format", ["tf1", "hf", "native"])
+def test_encoder_of_a_fine_tuned_checkpoint_needs_drop_unused_heads(tmp_path, format, caplog):
+    config = tiny_config(num_hidden_groups=2)
+    classifier = randomize(AlbertClassifier(config, num_labels=3))
+    save_weights(classifier, str(tmp_path if format == "hf" else tmp_path / "model.ckpt"), format=format)
+    with pytest.raises(checkpoint_io.CheckpointMismatchError, match="drop_unused_heads") as error:
+        load_weights(AlbertEncoder(config), str(tmp_path))
+    assert error.value.missing == [] and len(error.value.unexpected) == 2
+    encoder = AlbertEncoder(config)
+    with caplog.at_level(logging.WARNING, logger="albert_tf.checkpoint_io"):
+        result = load_weights(encoder, str(tmp_path), drop_unused_heads=True)
+    assert len(result.dropped_heads) == 2 and all("output_" in name for name in result.dropped_heads)
+    assert "Left out 2 head variable(s)" in caplog.text
+    expected = {name: value for name, value in variable_values(classifier).items() if name.startswith("bert/")}
+    assert_same_variables(expected, variable_values(encoder))
+
+
+def test_drop_unused_heads_keeps_unused_encoder_variables_an_error(tmp_path):
+    config = tiny_config(num_hidden_groups=2)
+    save_weights(randomize(AlbertClassifier(config, num_labels=3)), str(tmp_path / "model.ckpt"), format="tf1")
+    with pytest.raises(checkpoint_io.CheckpointMismatchError, match="group_1") as error:
+        load_weights(AlbertEncoder(tiny_config()), str(tmp_path), drop_unused_heads=True)
+    assert error.value.unexpected and all(name.startswith("bert/") for name in error.value.unexpected)
+
+
 def test_native_training_checkpoint_with_optimizer_into_classifier(tmp_path):
     """The training loop's layout: Checkpoint(model=..., optimizer=...), where tf.train keys most
     model variables under the optimizer's list; they are found through the object graph."""
@@ -532,6 +557,23 @@ def test_convert_script_tarball_to_hf_to_native(tmp_path):
     load_weights(model, str(tmp_path / "native"))
     _check_against_reference(model, weights, config)
     assert (tmp_path / "native" / "spiece.model").read_bytes() == b"spm model bytes"
+
+
+def test_convert_script_takes_the_encoder_of_a_fine_tuned_checkpoint(tmp_path):
+    config = tiny_config()
+    classifier = randomize(AlbertClassifier(config, num_labels=2))
+    save_weights(classifier, str(tmp_path / "finetuned" / "model.ckpt"), format="native")
+    config.to_json_file(str(tmp_path / "config.json"))
+    flags = [f"--input={tmp_path / 'finetuned'}", "--output_format=hf",
+             f"--albert_config_file={tmp_path / 'config.json'}"]
+    refused = _convert(*flags, f"--output={tmp_path / 'refused'}")
+    assert refused.returncode == 1 and "--drop_unused_heads" in refused.stderr
+    converted = _convert(*flags, f"--output={tmp_path / 'hf'}", "--drop_unused_heads")
+    assert converted.returncode == 0, converted.stderr
+    encoder = AlbertEncoder(config)
+    load_weights(encoder, str(tmp_path / "hf"))
+    expected = {name: value for name, value in variable_values(classifier).items() if name.startswith("bert/")}
+    assert_same_variables(expected, variable_values(encoder))
 
 
 def test_convert_script_fails_with_a_listing(tmp_path):

@@ -265,6 +265,18 @@ def test_export_refuses_random_weights_existing_exports_and_wrong_vocabularies(e
                            allow_random_init=True)
 
 
+def test_export_of_a_fine_tuned_classifier_leaves_its_head_out(exported, tmp_path):
+    config, spm_model = exported["pretrainer"].config, exported["spm_model"]
+    classifier = AlbertClassifier(config, num_labels=3)
+    checkpoint = checkpoint_io.save_weights(classifier, str(tmp_path / "ckpt" / "model"), format="native")
+    encoder_dir, _ = export_hub_modules(str(tmp_path / "hub"), config, spm_model, init_checkpoint=checkpoint)
+    loaded = tf.saved_model.load(encoder_dir)
+    assert not hasattr(loaded, "mlm")
+    inputs = {name: tf.constant(value) for name, value in _example_inputs().items()}
+    np.testing.assert_allclose(loaded(inputs)["pooled_output"],
+                               classifier.encoder(inputs, training=False)["pooled_output"], atol=1e-5)
+
+
 def test_classifier_with_preprocessor_takes_raw_text(exported, tmp_path):
     import tensorflow_text  # noqa: F401  (registers the preprocessor's ops)
 
