@@ -6,6 +6,7 @@ import keras
 import tensorflow as tf
 
 from albert_tf.embeddings import LAYER_NORM_EPSILON
+from albert_tf.replica_dropout import ReplicaDropout
 
 
 class AlbertAttention(keras.layers.Layer):
@@ -49,8 +50,8 @@ class AlbertAttention(keras.layers.Layer):
         self.output_dense = dense("dense")
         self.layer_norm = keras.layers.LayerNormalization(epsilon=LAYER_NORM_EPSILON, name="LayerNorm",
                                                           dtype=self.dtype_policy)
-        self.attention_dropout = keras.layers.Dropout(attention_probs_dropout_prob, dtype=self.dtype_policy)
-        self.output_dropout = keras.layers.Dropout(hidden_dropout_prob, dtype=self.dtype_policy)
+        self.attention_dropout = ReplicaDropout(attention_probs_dropout_prob, dtype=self.dtype_policy)
+        self.output_dropout = ReplicaDropout(hidden_dropout_prob, dtype=self.dtype_policy)
 
     def build(self, input_shape=None):
         hidden_shape = (None, None, self.hidden_size)

@@ -4,6 +4,7 @@ import keras
 
 from albert_tf.classification_head import ClassificationHead
 from albert_tf.encoder import AlbertEncoder, as_config
+from albert_tf.replica_dropout import ReplicaDropout
 
 # The original fine-tuning heads initialise with a fixed stddev, not the config's initializer_range.
 HEAD_INITIALIZER_STDDEV = 0.02
@@ -33,7 +34,7 @@ class AlbertClassifier(keras.Model):
         self.num_labels = num_labels
         self.dropout_rate = dropout_rate
         self.encoder = AlbertEncoder(self.config, dtype=self.dtype_policy)
-        self.dropout = keras.layers.Dropout(dropout_rate, dtype=self.dtype_policy)
+        self.dropout = ReplicaDropout(dropout_rate, dtype=self.dtype_policy)
         self.head = ClassificationHead(hidden_size=self.config.hidden_size, num_classes=num_labels,
                                        initializer_range=HEAD_INITIALIZER_STDDEV, name="output",
                                        dtype=self.dtype_policy)

@@ -3,6 +3,8 @@
 import keras
 import tensorflow as tf
 
+from albert_tf.replica_dropout import ReplicaDropout
+
 LAYER_NORM_EPSILON = 1e-12
 
 
@@ -29,7 +31,7 @@ class AlbertEmbeddings(keras.layers.Layer):
         self.initializer_range = initializer_range
         self.layer_norm = keras.layers.LayerNormalization(epsilon=LAYER_NORM_EPSILON, name="LayerNorm",
                                                           dtype=self.dtype_policy)
-        self.dropout = keras.layers.Dropout(dropout_rate, dtype=self.dtype_policy)
+        self.dropout = ReplicaDropout(dropout_rate, dtype=self.dtype_policy)
 
     def build(self, input_shape=None):
         initializer = keras.initializers.TruncatedNormal(stddev=self.initializer_range)

@@ -4,6 +4,7 @@ import keras
 
 from albert_tf.activations import get_activation
 from albert_tf.embeddings import LAYER_NORM_EPSILON
+from albert_tf.replica_dropout import ReplicaDropout
 
 
 class AlbertFeedForward(keras.layers.Layer):
@@ -34,7 +35,7 @@ class AlbertFeedForward(keras.layers.Layer):
                                                dtype=self.dtype_policy)
         self.layer_norm = keras.layers.LayerNormalization(epsilon=LAYER_NORM_EPSILON, name="LayerNorm_1",
                                                           dtype=self.dtype_policy)
-        self.dropout = keras.layers.Dropout(hidden_dropout_prob, dtype=self.dtype_policy)
+        self.dropout = ReplicaDropout(hidden_dropout_prob, dtype=self.dtype_policy)
 
     def build(self, input_shape=None):
         self.intermediate.build((None, None, self.hidden_size))

@@ -6,6 +6,7 @@ import tensorflow as tf
 from albert_tf.classification_head import ClassificationHead
 from albert_tf.classifier import HEAD_INITIALIZER_STDDEV
 from albert_tf.encoder import INPUT_NAMES, AlbertEncoder, as_config
+from albert_tf.replica_dropout import ReplicaDropout
 
 
 class AlbertMultipleChoice(keras.Model):
@@ -31,7 +32,7 @@ class AlbertMultipleChoice(keras.Model):
         self.num_choices = num_choices
         self.dropout_rate = dropout_rate
         self.encoder = AlbertEncoder(self.config, dtype=self.dtype_policy)
-        self.dropout = keras.layers.Dropout(dropout_rate, dtype=self.dtype_policy)
+        self.dropout = ReplicaDropout(dropout_rate, dtype=self.dtype_policy)
         self.head = ClassificationHead(hidden_size=self.config.hidden_size, num_classes=1,
                                        initializer_range=HEAD_INITIALIZER_STDDEV, name="output",
                                        dtype=self.dtype_policy)

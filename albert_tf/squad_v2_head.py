@@ -5,6 +5,7 @@ import tensorflow as tf
 
 from albert_tf.embeddings import LAYER_NORM_EPSILON
 from albert_tf.masked_lm_head import gather_positions
+from albert_tf.replica_dropout import ReplicaDropout
 
 _MASKED_LOGIT = 1e30
 
@@ -55,7 +56,7 @@ class SquadV2Head(keras.layers.Layer):
                                                               dtype=self.dtype_policy)
         self.end_dense_1 = dense(1, "end_logits_dense_1")
         self.answer_dense_0 = dense(hidden_size, "answer_class_dense_0", activation="tanh")
-        self.answer_dropout = keras.layers.Dropout(dropout_rate, dtype=self.dtype_policy)
+        self.answer_dropout = ReplicaDropout(dropout_rate, dtype=self.dtype_policy)
         self.answer_dense_1 = dense(1, "answer_class_dense_1", use_bias=False)
 
     def build(self, input_shape=None):

@@ -158,3 +158,56 @@ def test_two_workers_write_one_checkpoint_and_match_one_worker(tmp_path, one_dev
     tf.train.Checkpoint(model=restored).restore(str(tmp_path / "model" / "ckpt-6")).expect_partial()
     for restored_weight, chief_weight in zip(restored.weights, chief["weights"]):
         np.testing.assert_array_equal(restored_weight.numpy(), chief_weight)
+
+
+_REPLICA_DROPOUT_SCRIPT = """
+import json, sys
+import tensorflow as tf
+cpu = tf.config.list_physical_devices("CPU")[0]
+tf.config.set_logical_device_configuration(cpu, [tf.config.LogicalDeviceConfiguration()] * 2)
+import keras
+from albert_tf import AlbertConfig, AlbertEncoder
+from albert_tf.replica_dropout import ReplicaDropout
+
+layer_class = ReplicaDropout if sys.argv[1] == "replica" else keras.layers.Dropout
+strategy = tf.distribute.MirroredStrategy(["/cpu:0", "/cpu:1"])
+with strategy.scope():
+    layer = layer_class(0.5, seed=3)
+    encoder = AlbertEncoder(AlbertConfig(vocab_size=30, hidden_size=16, num_hidden_layers=2, num_attention_heads=2,
+                                         intermediate_size=32, embedding_size=8, hidden_dropout_prob=0.5))
+inputs = {"input_word_ids": tf.fill([2, 5], 7), "input_mask": tf.ones([2, 5], tf.int32),
+          "input_type_ids": tf.zeros([2, 5], tf.int32)}
+
+@tf.function
+def step():
+    return strategy.run(lambda: (layer(tf.ones([4, 64]), training=True),
+                                 encoder(inputs, training=True)["sequence_output"]))
+
+first, second = step(), step()
+masks = strategy.experimental_local_results(first[0])
+encoded = strategy.experimental_local_results(first[1])
+print("RESULT " + json.dumps({
+    "masks_differ": bool(tf.reduce_any(masks[0] != masks[1])),
+    "next_step_differs": bool(tf.reduce_any(masks[0] != strategy.experimental_local_results(second[0])[0])),
+    "kept": [float(tf.reduce_mean(tf.cast(mask > 0, tf.float32))) for mask in masks],
+    "encoder_outputs_differ": bool(tf.reduce_any(encoded[0] != encoded[1]))}))
+"""
+
+
+def _replica_dropout_result(layer_class):
+    result = subprocess.run([sys.executable, "-c", _REPLICA_DROPOUT_SCRIPT, layer_class], capture_output=True,
+                            text=True, timeout=TIMEOUT_S, env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3"),
+                            cwd=os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    assert result.returncode == 0, result.stderr[-3000:]
+    return json.loads(result.stdout.split("RESULT ")[-1].splitlines()[0])
+
+
+def test_each_replica_draws_its_own_dropout_mask():
+    """As the original on TPU cores; keras.layers.Dropout draws one mask for every replica (checked too, so
+    this test notices if Keras changes)."""
+    replica = _replica_dropout_result("replica")
+    assert replica["masks_differ"] and replica["next_step_differs"]
+    assert all(0.35 < kept < 0.65 for kept in replica["kept"])
+    # Identical inputs on both replicas: only the encoder's dropout masks can make them differ.
+    assert replica["encoder_outputs_differ"]
+    assert not _replica_dropout_result("keras")["masks_differ"]
