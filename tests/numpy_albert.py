@@ -79,3 +79,22 @@ def forward(w, config, word_ids, mask, type_ids, masked_positions=None):
     mlm_logits = h @ w["bert/embeddings/word_embeddings"].T + w["cls/predictions/output_bias"]
     sop_logits = pooled @ w["cls/seq_relationship/output_weights"].T + w["cls/seq_relationship/output_bias"]
     return x, pooled, mlm_logits, sop_logits
+
+
+def assert_pretrainer_matches(model, weights, config, inputs, atol, mlm_atol):
+    """Checks an AlbertPretrainer's outputs on `inputs` against `forward` with `weights` in float64.
+
+    `mlm_atol` bounds the MLM logits (a longer chain of float32 rounding), `atol` the other three.
+    Returns the encoder's outputs for further checks.
+    """
+    outputs = model(inputs)
+    encoded = model.encoder(inputs)
+    as_float64 = {name: np.asarray(value, np.float64) for name, value in weights.items()}
+    sequence, pooled, mlm, sop = forward(
+        as_float64, config, inputs["input_word_ids"].numpy(), inputs["input_mask"].numpy(),
+        inputs["input_type_ids"].numpy(), inputs["masked_lm_positions"].numpy())
+    np.testing.assert_allclose(encoded["sequence_output"], sequence, atol=atol)
+    np.testing.assert_allclose(encoded["pooled_output"], pooled, atol=atol)
+    np.testing.assert_allclose(outputs["mlm_logits"], mlm, atol=mlm_atol)
+    np.testing.assert_allclose(outputs["sop_logits"], sop, atol=atol)
+    return encoded

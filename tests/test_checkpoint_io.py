@@ -192,17 +192,7 @@ def test_finetuning_model_round_trip_keeps_its_head(tmp_path):
 # ---- the original's own checkpoints ---------------------------------------------------------------
 
 def _check_against_reference(model, weights, config):
-    inputs = random_inputs(seed=5)
-    outputs = model(inputs)
-    encoded = model.encoder(inputs)
-    as_float64 = {name: value.astype(np.float64) for name, value in weights.items()}
-    sequence, pooled, mlm, sop = numpy_albert.forward(
-        as_float64, config, inputs["input_word_ids"].numpy(), inputs["input_mask"].numpy(),
-        inputs["input_type_ids"].numpy(), inputs["masked_lm_positions"].numpy())
-    np.testing.assert_allclose(encoded["sequence_output"], sequence, atol=5e-5)
-    np.testing.assert_allclose(encoded["pooled_output"], pooled, atol=5e-5)
-    np.testing.assert_allclose(outputs["mlm_logits"], mlm, atol=2e-4)
-    np.testing.assert_allclose(outputs["sop_logits"], sop, atol=5e-5)
+    numpy_albert.assert_pretrainer_matches(model, weights, config, random_inputs(seed=5), atol=5e-5, mlm_atol=2e-4)
 
 
 @pytest.mark.parametrize("overrides", [dict(), dict(num_hidden_groups=2, inner_group_num=2)])
