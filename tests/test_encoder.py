@@ -201,7 +201,7 @@ def test_mixed_bfloat16_keeps_layer_norm_softmax_losses_and_gradients_in_float32
     concrete = tf.function(loss_and_gradients).get_concrete_function(batch)
     forward_types = {}
     for op in concrete.graph.get_operations():
-        if "T" in op.node_def.attr and "gradient_tape" not in op.name:
+        if "T" in op.node_def.attr and "gradient_tape" not in op.name and op.node_def.attr["T"].HasField("type"):
             forward_types.setdefault(op.type, set()).add(op.get_attr("T").name)
     # LayerNorm's moments and normalisation, the attention softmax and both losses.
     for op_type in ("Mean", "SquaredDifference", "Rsqrt", "Softmax", "LogSoftmax",
