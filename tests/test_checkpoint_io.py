@@ -62,6 +62,11 @@ def variable_values(model):
     return {name: variable.numpy() for name, variable in model_variable_map(model).items()}
 
 
+def encoder_variable_values(model):
+    """variable_values of the encoder's variables alone (names under bert/)."""
+    return {name: value for name, value in variable_values(model).items() if name.startswith("bert/")}
+
+
 def assert_same_variables(expected, actual):
     assert sorted(expected) == sorted(actual)
     for name in expected:
@@ -361,8 +366,7 @@ def test_encoder_of_a_fine_tuned_checkpoint_needs_drop_unused_heads(tmp_path, fo
         result = load_weights(encoder, str(tmp_path), drop_unused_heads=True)
     assert len(result.dropped_heads) == 2 and all("output_" in name for name in result.dropped_heads)
     assert "Left out 2 head variable(s)" in caplog.text
-    expected = {name: value for name, value in variable_values(classifier).items() if name.startswith("bert/")}
-    assert_same_variables(expected, variable_values(encoder))
+    assert_same_variables(encoder_variable_values(classifier), variable_values(encoder))
 
 
 def test_drop_unused_heads_keeps_unused_encoder_variables_an_error(tmp_path):
@@ -387,7 +391,7 @@ def test_native_training_checkpoint_with_optimizer_into_classifier(tmp_path):
     classifier = AlbertClassifier(config, num_labels=2)
     result = load_weights(classifier, str(tmp_path), allow_missing_heads=True)
     assert (result.format, result.global_step) == ("native", 42)
-    encoder_values = {name: value for name, value in variable_values(pretrainer).items() if name.startswith("bert/")}
+    encoder_values = encoder_variable_values(pretrainer)
     loaded = variable_values(classifier)
     for name, value in encoder_values.items():
         np.testing.assert_array_equal(loaded[name], value, err_msg=name)
@@ -562,8 +566,7 @@ def test_convert_script_takes_the_encoder_of_a_fine_tuned_checkpoint(tmp_path):
     assert converted.returncode == 0, converted.stderr
     encoder = AlbertEncoder(config)
     load_weights(encoder, str(tmp_path / "hf"))
-    expected = {name: value for name, value in variable_values(classifier).items() if name.startswith("bert/")}
-    assert_same_variables(expected, variable_values(encoder))
+    assert_same_variables(encoder_variable_values(classifier), variable_values(encoder))
 
 
 def test_convert_script_fails_with_a_listing(tmp_path):
