@@ -27,13 +27,14 @@ class AlbertClassifier(keras.Model):
     TensorShape([1, 3])
     """
 
-    def __init__(self, config, num_labels, dropout_rate=0.1, **kwargs):
+    def __init__(self, config, num_labels, dropout_rate=0.1, recompute_blocks=False, **kwargs):
         kwargs.setdefault("name", "albert_classifier")
         super().__init__(**kwargs)
         self.config = as_config(config)
         self.num_labels = num_labels
         self.dropout_rate = dropout_rate
-        self.encoder = AlbertEncoder(self.config, dtype=self.dtype_policy)
+        self.recompute_blocks = recompute_blocks
+        self.encoder = AlbertEncoder(self.config, recompute_blocks=recompute_blocks, dtype=self.dtype_policy)
         self.dropout = ReplicaDropout(dropout_rate, dtype=self.dtype_policy)
         self.head = ClassificationHead(hidden_size=self.config.hidden_size, num_classes=num_labels,
                                        initializer_range=HEAD_INITIALIZER_STDDEV, name="output",
@@ -51,7 +52,8 @@ class AlbertClassifier(keras.Model):
 
     def get_config(self):
         return {"config": self.config.to_dict(), "num_labels": self.num_labels,
-                "dropout_rate": self.dropout_rate, "name": self.name}
+                "dropout_rate": self.dropout_rate, "recompute_blocks": self.recompute_blocks,
+                "name": self.name}
 
     @classmethod
     def from_config(cls, config):

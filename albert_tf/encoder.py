@@ -7,6 +7,7 @@ from albert_tf.attention import AlbertAttention
 from albert_tf.config import AlbertConfig
 from albert_tf.embeddings import AlbertEmbeddings
 from albert_tf.feed_forward import AlbertFeedForward
+from albert_tf.recomputation import run_blocks_recomputed
 from albert_tf.sharing import build_sharing_plan
 
 INPUT_NAMES = ("input_word_ids", "input_mask", "input_type_ids")
@@ -33,6 +34,11 @@ class AlbertEncoder(keras.Model):
     feed-forward halves, and every depth that shares a half calls the same Python layer, so a
     shared kernel is one tf.Variable that collects a gradient from every depth.
 
+    With `recompute_blocks=True`, training keeps only each block's output for the backward
+    pass and re-runs the block there (albert_tf/recomputation.py): about a third more compute
+    for the activations of one block instead of all of them. Outputs and gradients are the
+    same; inference is unaffected.
+
     Example:
     >>> config = AlbertConfig(vocab_size=100, hidden_size=32, num_hidden_layers=2,
     ...                       num_attention_heads=2, intermediate_size=64, embedding_size=16)
@@ -43,10 +49,11 @@ class AlbertEncoder(keras.Model):
     TensorShape([1, 3, 32])
     """
 
-    def __init__(self, config, **kwargs):
+    def __init__(self, config, recompute_blocks=False, **kwargs):
         kwargs.setdefault("name", "albert_encoder")
         super().__init__(**kwargs)
         self.config = as_config(config)
+        self.recompute_blocks = recompute_blocks
         config = self.config
         self.sharing_plan = build_sharing_plan(config)
         self.embeddings = AlbertEmbeddings(
@@ -117,16 +124,25 @@ class AlbertEncoder(keras.Model):
         # Computed once, reused at every depth of the shared stack.
         attention_bias = (1.0 - input_mask[:, tf.newaxis, tf.newaxis, :]) * ATTENTION_MASK_VALUE
 
-        encoder_outputs = []
-        for block in self.sharing_plan.blocks:
+        def run_block(index, hidden, attention_bias):
+            block = self.sharing_plan.blocks[index]
             hidden = self.attention_layers[block.attention_index](hidden, attention_bias, training=training)
-            hidden = self.feed_forward_layers[block.ffn_index](hidden, training=training)
-            encoder_outputs.append(hidden)
+            return self.feed_forward_layers[block.ffn_index](hidden, training=training)
+
+        num_blocks = len(self.sharing_plan.blocks)
+        if self.recompute_blocks and training:
+            encoder_outputs = run_blocks_recomputed(run_block, num_blocks, hidden, attention_bias)
+        else:
+            encoder_outputs = []
+            for index in range(num_blocks):
+                hidden = run_block(index, hidden, attention_bias)
+                encoder_outputs.append(hidden)
+        hidden = encoder_outputs[-1]
         pooled_output = self.pooler(hidden[:, 0])
         return {"sequence_output": hidden, "pooled_output": pooled_output, "encoder_outputs": encoder_outputs}
 
     def get_config(self):
-        return {"config": self.config.to_dict(), "name": self.name}
+        return {"config": self.config.to_dict(), "recompute_blocks": self.recompute_blocks, "name": self.name}
 
     @classmethod
     def from_config(cls, config):

@@ -67,7 +67,8 @@ class DataSplit:
 class FinetuningTask:
     """What differs between fine-tuning tasks; everything else is `run_finetuning`'s.
 
-    - `build_model(config, dropout_rate) -> keras.Model`, called under the strategy's scope.
+    - `build_model(config, dropout_rate, recompute_blocks) -> keras.Model`, called under the strategy's
+      scope; `recompute_blocks` is the encoder's option (re-run blocks in the backward pass).
     - `input_signature`: {name: tf.TensorSpec with batch axis None} of the model's inputs; it builds the
       model and is the exported serving signature.
     - `loss_fn(model, batch) -> (loss, {name: metric})` and `predict_fn(model, batch) -> {name: tensor}`:
@@ -81,7 +82,7 @@ class FinetuningTask:
     """
 
     name: str
-    build_model: Callable[[AlbertConfig, float], keras.Model]
+    build_model: Callable[[AlbertConfig, float, bool], keras.Model]
     input_signature: Dict[str, tf.TensorSpec]
     loss_fn: Callable
     predict_fn: Callable
@@ -136,6 +137,7 @@ class FinetuningOptions:
     tpu: Optional[str] = None
     steps_per_loop: int = 1
     jit_compile: bool = False
+    recompute_blocks: bool = False
     mixed_precision: str = "float32"
     seed: int = 12345
     deterministic: bool = False
@@ -322,7 +324,7 @@ def run_finetuning(task: FinetuningTask, options: FinetuningOptions) -> Dict[str
     if options.do_train:
         train_steps, warmup_steps = resolve_train_steps(options, task.train_data.num_examples)
     with strategy.scope():
-        model = task.build_model(config, options.dropout_prob)
+        model = task.build_model(config, options.dropout_prob, options.recompute_blocks)
         model(_example_inputs(task.input_signature), training=False)
         _initialize_weights(model, options)
         optimizer = None

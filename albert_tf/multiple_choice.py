@@ -25,13 +25,14 @@ class AlbertMultipleChoice(keras.Model):
     TensorShape([2, 4])
     """
 
-    def __init__(self, config, num_choices=4, dropout_rate=0.1, **kwargs):
+    def __init__(self, config, num_choices=4, dropout_rate=0.1, recompute_blocks=False, **kwargs):
         kwargs.setdefault("name", "albert_multiple_choice")
         super().__init__(**kwargs)
         self.config = as_config(config)
         self.num_choices = num_choices
         self.dropout_rate = dropout_rate
-        self.encoder = AlbertEncoder(self.config, dtype=self.dtype_policy)
+        self.recompute_blocks = recompute_blocks
+        self.encoder = AlbertEncoder(self.config, recompute_blocks=recompute_blocks, dtype=self.dtype_policy)
         self.dropout = ReplicaDropout(dropout_rate, dtype=self.dtype_policy)
         self.head = ClassificationHead(hidden_size=self.config.hidden_size, num_classes=1,
                                        initializer_range=HEAD_INITIALIZER_STDDEV, name="output",
@@ -52,7 +53,8 @@ class AlbertMultipleChoice(keras.Model):
 
     def get_config(self):
         return {"config": self.config.to_dict(), "num_choices": self.num_choices,
-                "dropout_rate": self.dropout_rate, "name": self.name}
+                "dropout_rate": self.dropout_rate, "recompute_blocks": self.recompute_blocks,
+                "name": self.name}
 
     @classmethod
     def from_config(cls, config):

@@ -9,7 +9,8 @@ from albert_tf.classification_head import ClassificationHead
 
 class AlbertPretrainer(keras.Model):
     """Takes the encoder's input dict plus `masked_lm_positions` [B, P] and returns `mlm_logits`
-    [B, P, V] and `sop_logits` [B, 2] (float32). The encoder is `.encoder`.
+    [B, P, V] and `sop_logits` [B, 2] (float32). The encoder is `.encoder`; `recompute_blocks`
+    is its option (re-run blocks in the backward pass to save memory).
 
     Example:
     >>> from albert_tf import AlbertConfig
@@ -23,12 +24,13 @@ class AlbertPretrainer(keras.Model):
     (TensorShape([1, 1, 100]), TensorShape([1, 2]))
     """
 
-    def __init__(self, config, **kwargs):
+    def __init__(self, config, recompute_blocks=False, **kwargs):
         kwargs.setdefault("name", "albert_pretrainer")
         super().__init__(**kwargs)
         self.config = as_config(config)
+        self.recompute_blocks = recompute_blocks
         config = self.config
-        self.encoder = AlbertEncoder(config, dtype=self.dtype_policy)
+        self.encoder = AlbertEncoder(config, recompute_blocks=recompute_blocks, dtype=self.dtype_policy)
         self.masked_lm_head = AlbertMaskedLMHead(
             vocab_size=config.vocab_size, embedding_size=config.embedding_size, hidden_act=config.hidden_act,
             initializer_range=config.initializer_range, name="predictions", dtype=self.dtype_policy)
@@ -50,7 +52,7 @@ class AlbertPretrainer(keras.Model):
         return {"mlm_logits": mlm_logits, "sop_logits": sop_logits}
 
     def get_config(self):
-        return {"config": self.config.to_dict(), "name": self.name}
+        return {"config": self.config.to_dict(), "recompute_blocks": self.recompute_blocks, "name": self.name}
 
     @classmethod
     def from_config(cls, config):

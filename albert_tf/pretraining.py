@@ -52,6 +52,7 @@ class PretrainingOptions:
     tpu: Optional[str] = None
     steps_per_loop: int = 1
     jit_compile: bool = False
+    recompute_blocks: bool = False
     mixed_precision: str = "float32"
     gradient_accumulation_steps: int = 1
     seed: int = 12345
@@ -141,7 +142,7 @@ class Pretraining:
         check_output_dir_config(options.output_dir, config)
         self.strategy = get_strategy(options.strategy, options.tpu)
         with self.strategy.scope():
-            self.model = AlbertPretrainer(config)
+            self.model = AlbertPretrainer(config, recompute_blocks=options.recompute_blocks)
             self.optimizer = create_optimizer(
                 options.optimizer, options.learning_rate, options.num_train_steps, options.num_warmup_steps,
                 start_warmup_step=options.start_warmup_step, poly_power=options.poly_power)

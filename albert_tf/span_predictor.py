@@ -21,11 +21,12 @@ class AlbertSpanPredictor(keras.Model):
     TensorShape([2, 5])
     """
 
-    def __init__(self, config, **kwargs):
+    def __init__(self, config, recompute_blocks=False, **kwargs):
         kwargs.setdefault("name", "albert_span_predictor")
         super().__init__(**kwargs)
         self.config = as_config(config)
-        self.encoder = AlbertEncoder(self.config, dtype=self.dtype_policy)
+        self.recompute_blocks = recompute_blocks
+        self.encoder = AlbertEncoder(self.config, recompute_blocks=recompute_blocks, dtype=self.dtype_policy)
         self.output_weights = self.add_weight(
             name="output_weights", shape=(2, self.config.hidden_size),
             initializer=keras.initializers.TruncatedNormal(stddev=HEAD_INITIALIZER_STDDEV))
@@ -42,7 +43,8 @@ class AlbertSpanPredictor(keras.Model):
         return {"cls/squad/output_weights": self.output_weights, "cls/squad/output_bias": self.output_bias}
 
     def get_config(self):
-        return {"config": self.config.to_dict(), "name": self.name}
+        return {"config": self.config.to_dict(), "recompute_blocks": self.recompute_blocks,
+                "name": self.name}
 
     @classmethod
     def from_config(cls, config):

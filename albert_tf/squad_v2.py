@@ -22,14 +22,15 @@ class AlbertSquadV2(keras.Model):
     TensorShape([1])
     """
 
-    def __init__(self, config, start_n_top=5, end_n_top=5, dropout_rate=0.1, **kwargs):
+    def __init__(self, config, start_n_top=5, end_n_top=5, dropout_rate=0.1, recompute_blocks=False, **kwargs):
         kwargs.setdefault("name", "albert_squad_v2")
         super().__init__(**kwargs)
         self.config = as_config(config)
         self.start_n_top = start_n_top
         self.end_n_top = end_n_top
         self.dropout_rate = dropout_rate
-        self.encoder = AlbertEncoder(self.config, dtype=self.dtype_policy)
+        self.recompute_blocks = recompute_blocks
+        self.encoder = AlbertEncoder(self.config, recompute_blocks=recompute_blocks, dtype=self.dtype_policy)
         self.head = SquadV2Head(hidden_size=self.config.hidden_size, start_n_top=start_n_top, end_n_top=end_n_top,
                                 dropout_rate=dropout_rate, initializer_range=self.config.initializer_range,
                                 name="squad_v2_head", dtype=self.dtype_policy)
@@ -46,7 +47,8 @@ class AlbertSquadV2(keras.Model):
 
     def get_config(self):
         return {"config": self.config.to_dict(), "start_n_top": self.start_n_top, "end_n_top": self.end_n_top,
-                "dropout_rate": self.dropout_rate, "name": self.name}
+                "dropout_rate": self.dropout_rate, "recompute_blocks": self.recompute_blocks,
+                "name": self.name}
 
     @classmethod
     def from_config(cls, config):

@@ -96,7 +96,8 @@ def _glue_task(task, options, tokenizer):
     sequence = tf.TensorSpec([None, options.max_seq_length], tf.int32)
     return finetuning.FinetuningTask(
         name=task.name,
-        build_model=lambda config, dropout_rate: AlbertClassifier(config, task.num_labels, dropout_rate),
+        build_model=lambda config, dropout_rate, recompute_blocks: AlbertClassifier(
+            config, task.num_labels, dropout_rate, recompute_blocks=recompute_blocks),
         input_signature={"input_word_ids": sequence, "input_mask": sequence, "input_type_ids": sequence},
         loss_fn=finetuning.regression_loss_fn if regression else finetuning.classification_loss_fn,
         predict_fn=finetuning.regression_predict_fn if regression else finetuning.classification_predict_fn,

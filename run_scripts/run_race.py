@@ -52,7 +52,8 @@ def _race_task(options, tokenizer):
     choices = tf.TensorSpec([None, len(race.ANSWER_LETTERS), options.max_seq_length], tf.int32)
     return finetuning.FinetuningTask(
         name="race",
-        build_model=lambda config, dropout_rate: AlbertMultipleChoice(config, len(race.ANSWER_LETTERS), dropout_rate),
+        build_model=lambda config, dropout_rate, recompute_blocks: AlbertMultipleChoice(
+            config, len(race.ANSWER_LETTERS), dropout_rate, recompute_blocks=recompute_blocks),
         input_signature={"input_word_ids": choices, "input_mask": choices, "input_type_ids": choices},
         loss_fn=finetuning.classification_loss_fn, predict_fn=finetuning.classification_predict_fn,
         serving_fn=finetuning.classification_serving_fn,

@@ -212,11 +212,11 @@ def _squad_task(options, tokenizer):
     signature = {name: tf.TensorSpec([None, options.max_seq_length], tf.float32 if name == "p_mask" else tf.int32,
                                      name=name) for name in names}
 
-    def build_model(config, dropout_rate):
+    def build_model(config, dropout_rate, recompute_blocks):
         if version_2:
             return AlbertSquadV2(config, start_n_top=FLAGS.start_n_top, end_n_top=FLAGS.end_n_top,
-                                 dropout_rate=dropout_rate)
-        return AlbertSpanPredictor(config)
+                                 dropout_rate=dropout_rate, recompute_blocks=recompute_blocks)
+        return AlbertSpanPredictor(config, recompute_blocks=recompute_blocks)
 
     return finetuning.FinetuningTask(
         name="squad_v2" if version_2 else "squad_v1", build_model=build_model, input_signature=signature,

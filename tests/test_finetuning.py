@@ -46,7 +46,7 @@ def _task(written, with_mismatched=False):
     sequence = tf.TensorSpec([None, SEQ], tf.int32)
     evaluation = [_split("dev", 50, 1)] + ([_split("dev_mismatched", 30, 2, "_mismatched")] if with_mismatched else [])
     return finetuning.FinetuningTask(
-        name="toy", build_model=lambda config, dropout_rate: ToyClassifier(name="toy_classifier"),
+        name="toy", build_model=lambda config, dropout_rate, recompute_blocks: ToyClassifier(name="toy_classifier"),
         input_signature={"input_word_ids": sequence, "input_mask": sequence, "input_type_ids": sequence},
         loss_fn=finetuning.classification_loss_fn, predict_fn=finetuning.classification_predict_fn,
         serving_fn=finetuning.classification_serving_fn, compute_metrics=compute_metrics, best_metric="accuracy",
@@ -147,7 +147,7 @@ def test_regression_functions_fit_a_linear_score(tmp_path):
 
     sequence = tf.TensorSpec([None, SEQ], tf.int32)
     task = finetuning.FinetuningTask(
-        name="toy_regression", build_model=lambda config, dropout_rate: ToyClassifier(1, name="toy_regressor"),
+        name="toy_regression", build_model=lambda config, dropout_rate, recompute_blocks: ToyClassifier(1, name="toy_regressor"),
         input_signature={"input_word_ids": sequence, "input_mask": sequence, "input_type_ids": sequence},
         loss_fn=finetuning.regression_loss_fn, predict_fn=finetuning.regression_predict_fn,
         serving_fn=finetuning.regression_serving_fn,

@@ -132,15 +132,16 @@ def test_squad_v2_model_training_and_inference_outputs():
 
 
 @pytest.mark.parametrize("model_class, kwargs", [
-    (AlbertClassifier, dict(num_labels=1, dropout_rate=0.2)),
+    (AlbertClassifier, dict(num_labels=1, dropout_rate=0.2, recompute_blocks=True)),
     (AlbertMultipleChoice, dict(num_choices=3)),
-    (AlbertSpanPredictor, {}),
+    (AlbertSpanPredictor, dict(recompute_blocks=True)),
     (AlbertSquadV2, dict(start_n_top=4, end_n_top=2)),
 ])
 def test_config_round_trip_and_bfloat16(model_class, kwargs):
     model = model_class(tiny_config(), **kwargs)
     restored = model_class.from_config(model.get_config())
     assert restored.get_config() == model.get_config()
+    assert restored.encoder.recompute_blocks == kwargs.get("recompute_blocks", False)
     keras.mixed_precision.set_global_policy("mixed_bfloat16")
     mixed = model_class(tiny_config(), **kwargs)
     assert all(v.dtype == "float32" for v in mixed.weights)

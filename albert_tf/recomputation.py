@@ -1,0 +1,84 @@
+"""Block-wise recomputation: the backward pass re-runs each transformer block instead of storing its activations."""
+
+from typing import Callable, List, Optional, Sequence
+
+import tensorflow as tf
+from tensorflow.compiler.tf2xla.python import xla
+
+from albert_tf.replica_dropout import recording_dropout_seeds, replaying_dropout_seeds
+
+BlockFn = Callable[[int, tf.Tensor, tf.Tensor], tf.Tensor]
+
+
+def run_blocks_recomputed(run_block: BlockFn, num_blocks: int, hidden: tf.Tensor,
+                          attention_bias: tf.Tensor) -> List[tf.Tensor]:
+    """Applies blocks 0..num_blocks-1 to `hidden`; returns every block's output.
+
+    Only the block outputs are kept for the backward pass. The gradient re-runs block i from
+    its stored input (one extra forward pass in all), takes that block's gradients, and adds
+    them to running totals before it moves to block i-1. So at most one block's activations
+    and one set of variable gradients are alive at a time: a shared kernel's 12 per-depth
+    gradients are summed as they appear, not held until the end.
+
+    Each recomputation starts behind an optimization barrier on (block input, upstream
+    gradient, running totals). Without it XLA would merge the recomputed forward with the
+    original one (common subexpressions) and keep the activations after all; with it the
+    blocks' backward passes also run strictly one after the other.
+
+    Dropout inside a block (ReplicaDropout) draws its masks in the forward pass; the re-run
+    replays the same seeds, so the gradient is that of the masks the forward pass used.
+
+    Example:
+    >>> kernel = tf.Variable(tf.eye(2) * 0.5)
+    >>> step = lambda i, h, bias: tf.tanh(h @ kernel) + bias
+    >>> with tf.GradientTape() as tape:
+    ...     outputs = run_blocks_recomputed(step, 3, tf.ones([1, 2]), tf.zeros([1, 2]))
+    ...     loss = tf.reduce_sum(outputs[-1])
+    >>> [round(float(g), 4) for g in tf.reshape(tape.gradient(loss, kernel), [-1])]
+    [0.1981, 0.0, 0.0, 0.1981]
+    """
+
+    @tf.custom_gradient
+    def stack(hidden, attention_bias):
+        outputs, dropout_seeds = [], []
+        block_output = hidden
+        for index in range(num_blocks):
+            with recording_dropout_seeds() as seeds:
+                block_output = run_block(index, block_output, attention_bias)
+            outputs.append(block_output)
+            dropout_seeds.append(seeds)
+
+        def grad(*output_grads, variables: Optional[Sequence[tf.Variable]] = None):
+            variables = list(variables or [])
+            totals: List[Optional[tf.Tensor]] = [None] * len(variables)
+            upstream = output_grads[-1]
+            for index in reversed(range(num_blocks)):
+                block_input = outputs[index - 1] if index else hidden
+                live = [position for position, total in enumerate(totals) if total is not None]
+                block_input, upstream, bias, *carried = xla.optimization_barrier(
+                    block_input, upstream, attention_bias, *[totals[position] for position in live])
+                for position, total in zip(live, carried):
+                    totals[position] = total
+                block_input = block_input + _zero_depending_on([upstream] + carried, block_input.dtype)
+                with tf.GradientTape() as tape, replaying_dropout_seeds(dropout_seeds[index]):
+                    tape.watch(block_input)
+                    block_output = run_block(index, block_input, bias)
+                input_grad, *variable_grads = tape.gradient(
+                    block_output, [block_input] + variables, output_gradients=upstream)
+                for position, variable_grad in enumerate(variable_grads):
+                    if variable_grad is not None:
+                        variable_grad = tf.convert_to_tensor(variable_grad)
+                        previous = totals[position]
+                        totals[position] = variable_grad if previous is None else previous + variable_grad
+                upstream = input_grad if index == 0 else input_grad + output_grads[index - 1]
+            return (upstream, None), totals
+
+        return outputs, grad
+
+    return stack(hidden, attention_bias)
+
+
+def _zero_depending_on(tensors: Sequence[tf.Tensor], dtype) -> tf.Tensor:
+    """A scalar 0 that XLA cannot compute before `tensors` exist, nor fold away (x * 0 is not 0 for inf)."""
+    firsts = [tf.cast(tf.reshape(tensor, [-1])[0], tf.float32) for tensor in tensors]
+    return tf.cast(tf.add_n(firsts) * 0.0, dtype)
