@@ -194,12 +194,16 @@ print("RESULT " + json.dumps({
 """
 
 
-def _replica_dropout_result(layer_class):
-    result = subprocess.run([sys.executable, "-c", _REPLICA_DROPOUT_SCRIPT, layer_class], capture_output=True,
+def _two_cpu_script_result(script, *args):
+    result = subprocess.run([sys.executable, "-c", script, *args], capture_output=True,
                             text=True, timeout=TIMEOUT_S, env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3"),
                             cwd=os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     assert result.returncode == 0, result.stderr[-3000:]
     return json.loads(result.stdout.split("RESULT ")[-1].splitlines()[0])
+
+
+def _replica_dropout_result(layer_class):
+    return _two_cpu_script_result(_REPLICA_DROPOUT_SCRIPT, layer_class)
 
 
 def test_each_replica_draws_its_own_dropout_mask():
@@ -211,3 +215,49 @@ def test_each_replica_draws_its_own_dropout_mask():
     # Identical inputs on both replicas: only the encoder's dropout masks can make them differ.
     assert replica["encoder_outputs_differ"]
     assert not _replica_dropout_result("keras")["masks_differ"]
+
+
+_RECOMPUTED_MIRRORED_SCRIPT = """
+import json
+import tensorflow as tf
+cpu = tf.config.list_physical_devices("CPU")[0]
+tf.config.set_logical_device_configuration(cpu, [tf.config.LogicalDeviceConfiguration()] * 2)
+import keras
+import numpy as np
+from albert_tf import AlbertConfig, AlbertEncoder
+
+strategy = tf.distribute.MirroredStrategy(["/cpu:0", "/cpu:1"])
+config = AlbertConfig(vocab_size=30, hidden_size=16, num_hidden_layers=2, num_attention_heads=2,
+                      intermediate_size=32, embedding_size=8, hidden_dropout_prob=0.2)
+encoders = []
+for recompute_blocks in (False, True):
+    keras.utils.set_random_seed(3)
+    with strategy.scope():
+        encoders.append(AlbertEncoder(config, recompute_blocks=recompute_blocks))
+encoders[1].set_weights(encoders[0].get_weights())
+rng = np.random.default_rng(0)
+inputs = {"input_word_ids": tf.constant(rng.integers(0, 30, (4, 5)), tf.int32),
+          "input_mask": tf.ones([4, 5], tf.int32), "input_type_ids": tf.zeros([4, 5], tf.int32)}
+batch = next(iter(strategy.experimental_distribute_dataset(tf.data.Dataset.from_tensors(inputs))))
+gradients = []
+for encoder in encoders:
+    @tf.function
+    def step(batch):
+        def replica_fn(batch):
+            with tf.GradientTape() as tape:
+                loss = tf.reduce_sum(tf.tanh(encoder(batch, training=True)["sequence_output"] * 1.3))
+            grads = tape.gradient(loss, encoder.trainable_variables)
+            return tf.distribute.get_replica_context().all_reduce(
+                "sum", [tf.convert_to_tensor(g) for g in grads if g is not None])
+        return strategy.run(replica_fn, args=(batch,))
+    gradients.append([strategy.experimental_local_results(g)[0].numpy() for g in step(batch)])
+print("RESULT " + json.dumps({"count": len(gradients[1]),
+                              "max_difference": max(float(np.max(np.abs(a - b))) for a, b in zip(*gradients))}))
+"""
+
+
+def test_recomputed_blocks_under_mirrored_strategy_replay_each_replicas_dropout():
+    """Each replica draws its own masks (folded seeds); its re-run must replay exactly those."""
+    result = _two_cpu_script_result(_RECOMPUTED_MIRRORED_SCRIPT)
+    assert result["count"] > 0
+    assert result["max_difference"] < 1e-5
