@@ -574,8 +574,8 @@ def _number(value, digits=1):
 
 def markdown_table(records: Sequence[dict]) -> str:
     """The records as a Markdown table: throughput, FLOP rate against the peak, memory and checkpoint size."""
-    lines = ["| workload | model | precision | XLA | recompute | batch x seq | seq/s median (min-max) | tokens/s | GFLOP/step "
-             "| GFLOP/s | peak GFLOP/s | % of peak | peak RSS MB | steps' peak RSS MB | params MB | checkpoint MB |",
+    lines = ["| workload | model | precision | XLA | recompute | batch x seq | seq/s median (min-max) | tokens/s "
+             "| GFLOP/step | GFLOP/s | peak GFLOP/s | % of peak | peak RSS MB | steps' peak RSS MB | params MB | checkpoint MB |",
              "|---" * 16 + "|"]
     for record in records:
         fraction = record.get("peak_fraction")

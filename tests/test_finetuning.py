@@ -147,7 +147,8 @@ def test_regression_functions_fit_a_linear_score(tmp_path):
 
     sequence = tf.TensorSpec([None, SEQ], tf.int32)
     task = finetuning.FinetuningTask(
-        name="toy_regression", build_model=lambda config, dropout_rate, recompute_blocks: ToyClassifier(1, name="toy_regressor"),
+        name="toy_regression",
+        build_model=lambda config, dropout_rate, recompute_blocks: ToyClassifier(1, name="toy_regressor"),
         input_signature={"input_word_ids": sequence, "input_mask": sequence, "input_type_ids": sequence},
         loss_fn=finetuning.regression_loss_fn, predict_fn=finetuning.regression_predict_fn,
         serving_fn=finetuning.regression_serving_fn,
