@@ -21,6 +21,8 @@ import tensorflow as tf
 from absl import logging
 from tensorflow.core.framework import summary_pb2
 
+from albert_tf.host_allocator import release_free_heap
+
 MIXED_PRECISION_POLICIES = ("float32", "mixed_bfloat16", "mixed_float16")
 # What tf.summary.scalar writes, without needing the tensorboard package: TensorBoard's scalars plugin.
 _SCALAR_SUMMARY_METADATA = summary_pb2.SummaryMetadata(
@@ -296,9 +298,15 @@ class Trainer:
                                    micro_batches=self._accumulation_steps)
         train_loop = tf.function(self._train_loop)
         loop_inputs = (iter(dataset), self._trace_metric_structure())
+        compiled = False
 
         def train_steps(num_steps, last_checkpoint=None):
-            return self._run_loop(train_loop, loop_inputs, num_steps, last_checkpoint)
+            nonlocal compiled
+            results = self._run_loop(train_loop, loop_inputs, num_steps, last_checkpoint)
+            if not compiled:
+                compiled = True
+                release_free_heap()
+            return results
 
         return train_steps
 

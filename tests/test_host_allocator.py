@@ -1,4 +1,8 @@
-"""The host-allocator choice the training entry points make before TensorFlow creates its devices."""
+"""The host-allocator choice the training entry points make before TensorFlow creates its devices, and heap release."""
+
+import ctypes
+import os
+import platform
 
 import pytest
 
@@ -23,3 +27,30 @@ def test_unknown_allocator_names_the_value(monkeypatch):
     monkeypatch.delenv(host_allocator.CPU_ALLOCATOR_VARIABLE, raising=False)
     with pytest.raises(ValueError, match="'tcmalloc'"):
         host_allocator.select_cpu_allocator("tcmalloc")
+
+
+def _resident_bytes():
+    with open("/proc/self/statm") as statm:
+        return int(statm.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+
+
+@pytest.mark.skipif(platform.libc_ver()[0] != "glibc" or not os.path.exists("/proc/self/statm"),
+                    reason="malloc_trim and /proc are glibc and Linux facilities")
+def test_release_free_heap_returns_fragmented_free_pages():
+    libc = ctypes.CDLL(None)
+    libc.malloc.restype = ctypes.c_void_p
+    libc.free.argtypes = [ctypes.c_void_p]
+    chunk_bytes, keep_every = 4096, 64
+    chunks = [libc.malloc(chunk_bytes) for _ in range(40_000)]
+    for chunk in chunks:
+        ctypes.memset(chunk, 1, chunk_bytes)
+    # Every 64th chunk stays allocated, so free() alone cannot shrink the heap: only a trim returns the gaps.
+    for index, chunk in enumerate(chunks):
+        if index % keep_every:
+            libc.free(chunk)
+    before = _resident_bytes()
+    assert host_allocator.release_free_heap()
+    released = before - _resident_bytes()
+    for chunk in chunks[::keep_every]:
+        libc.free(chunk)
+    assert released > 100e6
