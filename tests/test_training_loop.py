@@ -151,6 +151,50 @@ def test_bfloat16_with_jit_compile_trains(tmp_path):
     assert last["loss"] < 0.6 * first["loss"]
 
 
+@pytest.mark.parametrize("optimizer_name", ["lamb", "adamw"])
+def test_the_xla_compiled_update_gives_the_per_op_update_weights(tmp_path, monkeypatch, optimizer_name):
+    compiled = []
+    function = tf.function
+
+    def recording_function(fn=None, **kwargs):
+        if kwargs.get("jit_compile"):
+            compiled.append(fn.__name__)
+        return function(fn, **kwargs)
+
+    per_op = _seeded_trainer(tmp_path / "per_op", optimizer_name=optimizer_name, num_train_steps=6)
+    per_op.train(toy.train_dataset_fn, num_train_steps=6, global_batch_size=8)
+    monkeypatch.setattr(tf, "function", recording_function)
+    xla = _seeded_trainer(tmp_path / "xla", optimizer_name=optimizer_name, num_train_steps=6, jit_compile=True,
+                          steps_per_loop=3)
+    xla.train(toy.train_dataset_fn, num_train_steps=6, global_batch_size=8)
+
+    assert compiled == ["_replica_gradients", "apply"]
+    assert xla.step == 6
+    for per_op_weight, xla_weight in zip(per_op.model.weights, xla.model.weights):
+        np.testing.assert_allclose(xla_weight.numpy(), per_op_weight.numpy(), rtol=0, atol=2e-5)
+
+
+def test_float16_loss_scaling_works_with_the_xla_compiled_update(tmp_path):
+    training_loop.set_mixed_precision("mixed_float16")
+    strategy = _one_device()
+    keras.utils.set_random_seed(0)
+    with strategy.scope():
+        model = toy.make_model()
+        optimizer = keras.optimizers.LossScaleOptimizer(
+            optimization.create_optimizer("lamb", init_lr=0.05, num_train_steps=40, num_warmup_steps=0),
+            initial_scale=2.0 ** 24, dynamic_growth_steps=5)
+    trainer = training_loop.Trainer(strategy, model, optimizer, toy.loss_fn, model_dir=str(tmp_path),
+                                    jit_compile=True)
+    before = [v.numpy() for v in model.trainable_variables]
+    trainer.train(toy.train_dataset_fn, num_train_steps=1, global_batch_size=16)
+    assert float(optimizer.dynamic_scale.numpy()) == 2.0 ** 23
+    for old, variable in zip(before, model.trainable_variables):
+        np.testing.assert_array_equal(variable.numpy(), old)
+    trainer.train(toy.train_dataset_fn, num_train_steps=20, global_batch_size=16)
+    assert float(optimizer.dynamic_scale.numpy()) < 2.0 ** 20
+    assert any(np.abs(variable.numpy() - old).max() > 1e-3 for old, variable in zip(before, model.trainable_variables))
+
+
 def test_float16_scales_the_loss_and_skips_overflowing_steps(tmp_path):
     training_loop.set_mixed_precision("mixed_float16")
     strategy = _one_device()
