@@ -1,10 +1,47 @@
 """AlbertFeedForward: the feed-forward half of a block, with its post-LN (the original's LayerNorm_1)."""
 
 import keras
+import tensorflow as tf
 
 from albert_tf.activations import get_activation
 from albert_tf.embeddings import LAYER_NORM_EPSILON
+from albert_tf.recomputation import input_for_recomputation
 from albert_tf.replica_dropout import ReplicaDropout
+
+
+def activated_projection(pre_activation, kernel, bias, activation):
+    """`activation(pre_activation) · kernel + bias`, over the last axis; the gradient recomputes the activation.
+
+    Only `pre_activation` is kept for the backward pass: the activated [batch, seq, intermediate] tensor
+    that W2's kernel gradient needs is recomputed there (one elementwise pass), not held from the forward
+    pass. At ALBERT-base, batch 8 x 128, that is 151 MB less for XLA to hold across the 12 depths
+    (BUILD_NOTES.md, "Speed and memory").
+
+    Example:
+    >>> x = tf.constant([[-1.0, 2.0]])
+    >>> kernel, bias = tf.constant([[1.0], [0.5]]), tf.constant([0.25])
+    >>> activated_projection(x, kernel, bias, tf.nn.relu).numpy().tolist()
+    [[1.25]]
+    """
+
+    @tf.custom_gradient
+    def project(pre_activation, kernel, bias):
+        output = tf.tensordot(activation(pre_activation), kernel, axes=1) + bias
+
+        def gradient(upstream):
+            recomputed_input = input_for_recomputation(pre_activation, upstream)
+            with tf.GradientTape() as tape:
+                tape.watch(recomputed_input)
+                activated = activation(recomputed_input)
+            batch_axes = list(range(upstream.shape.rank - 1))
+            kernel_grad = tf.tensordot(activated, upstream, axes=[batch_axes, batch_axes])
+            bias_grad = tf.reduce_sum(upstream, axis=batch_axes)
+            activated_grad = tf.tensordot(upstream, kernel, axes=[[upstream.shape.rank - 1], [1]])
+            return tape.gradient(activated, recomputed_input, output_gradients=activated_grad), kernel_grad, bias_grad
+
+        return output, gradient
+
+    return project(pre_activation, kernel, bias)
 
 
 class AlbertFeedForward(keras.layers.Layer):
@@ -28,8 +65,9 @@ class AlbertFeedForward(keras.layers.Layer):
         self.hidden_dropout_prob = hidden_dropout_prob
         self.initializer_range = initializer_range
         initializer = keras.initializers.TruncatedNormal(stddev=initializer_range)
-        self.intermediate = keras.layers.Dense(intermediate_size, activation=get_activation(hidden_act),
-                                               kernel_initializer=initializer, name="intermediate",
+        self.activation = get_activation(hidden_act)
+        # W1 without its activation: the activation runs inside `activated_projection` with W2.
+        self.intermediate = keras.layers.Dense(intermediate_size, kernel_initializer=initializer, name="intermediate",
                                                dtype=self.dtype_policy)
         self.output_dense = keras.layers.Dense(hidden_size, kernel_initializer=initializer, name="output",
                                                dtype=self.dtype_policy)
@@ -44,7 +82,11 @@ class AlbertFeedForward(keras.layers.Layer):
         self.built = True
 
     def call(self, hidden_states, training=False):
-        ffn_output = self.dropout(self.output_dense(self.intermediate(hidden_states)), training=training)
+        compute_dtype = self.output_dense.compute_dtype
+        projected = activated_projection(self.intermediate(hidden_states),
+                                         keras.ops.cast(self.output_dense.kernel, compute_dtype),
+                                         keras.ops.cast(self.output_dense.bias, compute_dtype), self.activation)
+        ffn_output = self.dropout(projected, training=training)
         return self.layer_norm(ffn_output + hidden_states)
 
     def get_config(self):

@@ -87,6 +87,18 @@ def run_blocks_recomputed(run_block: BlockFn, num_blocks: int, hidden: tf.Tensor
     return stack(hidden, attention_bias)
 
 
+def input_for_recomputation(saved_input: tf.Tensor, upstream: tf.Tensor) -> tf.Tensor:
+    """`saved_input`, for a backward pass to recompute from: neither Grappler nor XLA can merge the
+    recomputation with the forward pass's, nor schedule it before `upstream` exists.
+
+    Example:
+    >>> float(input_for_recomputation(tf.constant(2.0), tf.constant(5.0)))
+    2.0
+    """
+    saved_input, upstream = xla.optimization_barrier(saved_input, upstream)
+    return saved_input + _zero_depending_on([upstream], saved_input.dtype)
+
+
 def _zero_depending_on(tensors: Sequence[tf.Tensor], dtype) -> tf.Tensor:
     """A scalar 0 that XLA cannot compute before `tensors` exist, nor fold away (x * 0 is not 0 for inf)."""
     firsts = [tf.cast(tf.reshape(tensor, [-1])[0], tf.float32) for tensor in tensors]
