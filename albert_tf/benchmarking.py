@@ -567,6 +567,53 @@ def compare_presets(preset_names: Sequence[str], training_presets: Sequence[str]
     return rows
 
 
+# ---- loss curves -------------------------------------------------------------------------------------
+
+def compare_curves(curves: Dict[str, Dict[int, float]], reference: str) -> Dict[str, Dict[str, float]]:
+    """How far each curve ({step: value}) lies from `reference`'s, over the steps both logged.
+
+    Returns {name: {"mean_abs", "max_abs", "last_abs", "steps"}} for every curve but the reference: the mean,
+    largest and last absolute difference, and the number of common steps. Comparing two seeds of the same
+    run this way gives the noise that a change (e.g. another precision) is judged against.
+
+    Example:
+    >>> compare_curves({"float32": {10: 2.0, 20: 1.0}, "bf16": {10: 2.1, 20: 1.0, 30: 0.5}}, "float32")["bf16"]
+    {'mean_abs': 0.05, 'max_abs': 0.1, 'last_abs': 0.0, 'steps': 2}
+    """
+    if reference not in curves:
+        raise ValueError(f"Reference curve {reference!r} is not among the curves {sorted(curves)}.")
+    differences = {}
+    for name, curve in curves.items():
+        if name == reference:
+            continue
+        steps = sorted(set(curve) & set(curves[reference]))
+        if not steps:
+            raise ValueError(f"Curve {name!r} shares no logged step with the reference {reference!r}.")
+        gaps = [abs(curve[step] - curves[reference][step]) for step in steps]
+        differences[name] = {"mean_abs": round(statistics.mean(gaps), 6), "max_abs": round(max(gaps), 6),
+                             "last_abs": round(gaps[-1], 6), "steps": len(steps)}
+    return differences
+
+
+def curves_table(curves: Dict[str, Dict[int, float]], every: int = 1) -> str:
+    """The curves side by side as a Markdown table, one row per `every`-th step any of them logged.
+
+    Example:
+    >>> print(curves_table({"a": {10: 2.0, 20: 1.0}, "b": {10: 2.5}}))
+    | step | a | b |
+    |---|---|---|
+    | 10 | 2.0000 | 2.5000 |
+    | 20 | 1.0000 | - |
+    """
+    names = list(curves)
+    steps = sorted(set().union(*curves.values()))[every - 1::every]
+    lines = ["| step | " + " | ".join(names) + " |", "|---|" + "---|" * len(names)]
+    for step in steps:
+        cells = [f"{curves[name][step]:.4f}" if step in curves[name] else "-" for name in names]
+        lines.append(f"| {step} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
 # ---- reports ----------------------------------------------------------------------------------------
 
 def _number(value, digits=1):

@@ -80,6 +80,33 @@ def write_scalars(scalars, step):
         tf.summary.write(name, tf.constant(value, tf.float32), step=step, metadata=_SCALAR_SUMMARY_METADATA)
 
 
+def read_scalars(summary_dir, name):
+    """{step: value} of the scalar `name` in the TensorBoard event files of `summary_dir` (what `write_scalars`
+    wrote there); a step written twice keeps its last value.
+
+    Example:
+    >>> import tempfile
+    >>> summary_dir = tempfile.mkdtemp()
+    >>> with tf.summary.create_file_writer(summary_dir).as_default():
+    ...     write_scalars({"loss": 0.5}, step=10)
+    ...     write_scalars({"loss": 0.25}, step=20)
+    >>> read_scalars(summary_dir, "loss")
+    {10: 0.5, 20: 0.25}
+    """
+    paths = sorted(tf.io.gfile.glob(os.path.join(summary_dir, "events.out.tfevents.*")))
+    if not paths:
+        raise ValueError(f"No TensorBoard event files in {summary_dir!r}.")
+    values = {}
+    for path in paths:
+        for event in tf.compat.v1.train.summary_iterator(path):
+            for value in event.summary.value:
+                if value.tag == name:
+                    values[int(event.step)] = float(tf.make_ndarray(value.tensor))
+    if not values:
+        raise ValueError(f"The event files in {summary_dir!r} hold no scalar named {name!r}.")
+    return dict(sorted(values.items()))
+
+
 def enable_determinism(seed):
     """Seeds Python, numpy, TF and Keras and makes TF ops deterministic; call it before building anything.
 

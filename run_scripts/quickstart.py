@@ -39,6 +39,8 @@ flags.DEFINE_float("learning_rate", 0.01, "Peak LAMB learning rate.")
 flags.DEFINE_integer("num_workers", 2, "Processes writing the pretraining shards.")
 flags.DEFINE_enum("mixed_precision", "float32", ["float32", "mixed_bfloat16"], "Dtype policy.")
 flags.DEFINE_bool("jit_compile", True, "Compile the training step with XLA.")
+flags.DEFINE_integer("seed", PretrainingOptions.seed, "Seed of the model's initialization and dropout (the "
+                     "pretraining data stay the same).")
 
 DEMO_MODEL = dict(embedding_size=128, hidden_size=192, num_hidden_layers=4, num_attention_heads=4,
                   intermediate_size=768, max_position_embeddings=512, hidden_dropout_prob=0.0,
@@ -93,7 +95,7 @@ def main(argv):
         learning_rate=FLAGS.learning_rate, num_train_steps=FLAGS.num_train_steps,
         num_warmup_steps=FLAGS.num_train_steps // 10, save_checkpoints_steps=FLAGS.num_train_steps,
         max_eval_steps=1000, steps_per_loop=10, log_every_steps=20, jit_compile=FLAGS.jit_compile,
-        mixed_precision=FLAGS.mixed_precision, **shapes)
+        mixed_precision=FLAGS.mixed_precision, seed=FLAGS.seed, **shapes)
     run = Pretraining(config, options)
     run.train(pretraining_dataset_fn(",".join(train_shards), is_training=True, seed=1, **shapes),
               source=train_shards[0])

@@ -94,3 +94,43 @@ def test_preset_comparison_runs_training_presets_at_the_same_batch():
     assert run_settings.albert_config() == AlbertConfig.from_preset("albert-large")
     with pytest.raises(ValueError, match="xxlarge"):
         benchmarking.compare_presets(["albert-large"], ["albert-xxlarge"], settings, fake_run)
+
+
+def _write_curve(summary_dir, losses):
+    import tensorflow as tf
+    from albert_tf.training_loop import write_scalars
+
+    with tf.summary.create_file_writer(str(summary_dir)).as_default():
+        for step, loss in losses.items():
+            write_scalars({"loss": loss, "learning_rate": 0.1}, step=step)
+
+
+def test_loss_curves_are_compared_against_the_first_run(tmp_path):
+    _write_curve(tmp_path / "float32", {20: 8.0, 40: 6.0, 60: 5.0})
+    _write_curve(tmp_path / "seed2", {20: 8.2, 40: 6.1, 60: 5.0})
+    _write_curve(tmp_path / "bf16", {20: 8.0, 40: 6.5, 80: 4.0})
+    output_json = tmp_path / "curves.json"
+    result = subprocess.run(
+        [sys.executable, "-m", "run_scripts.compare_loss_curves", f"--run=float32={tmp_path / 'float32'}",
+         f"--run=seed2={tmp_path / 'seed2'}", f"--run=bf16={tmp_path / 'bf16'}", f"--output_json={output_json}"],
+        cwd=ROOT, env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2"), capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr[-3000:]
+
+    report = json.loads(output_json.read_text())
+    assert report["differences"]["seed2"] == pytest.approx(
+        {"mean_abs": 0.1, "max_abs": 0.2, "last_abs": 0.0, "steps": 3}, abs=1e-6)
+    assert report["differences"]["bf16"] == pytest.approx(
+        {"mean_abs": 0.25, "max_abs": 0.5, "last_abs": 0.5, "steps": 2}, abs=1e-6)
+    assert "| 80 | - | - | 4.0000 |" in result.stdout
+
+
+def test_loss_curves_name_a_bad_run_flag_and_a_missing_scalar(tmp_path):
+    _write_curve(tmp_path / "a", {10: 1.0})
+    for flags, message in (([f"--run=a={tmp_path / 'a'}", "--run=b"], "--run='b' must be NAME=SUMMARY_DIR"),
+                           ([f"--run=a={tmp_path / 'a'}", f"--run=b={tmp_path / 'a'}", "--scalar=accuracy"],
+                            "hold no scalar named 'accuracy'")):
+        result = subprocess.run([sys.executable, "-m", "run_scripts.compare_loss_curves", *flags], cwd=ROOT,
+                                env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2"), capture_output=True, text=True,
+                                timeout=120)
+        assert result.returncode != 0
+        assert message in result.stderr
