@@ -20,6 +20,7 @@ import numpy as np
 import tensorflow as tf
 from absl import logging
 from tensorflow.core.framework import summary_pb2
+from tensorflow.core.util import event_pb2
 
 from albert_tf.host_allocator import release_free_heap
 
@@ -98,7 +99,8 @@ def read_scalars(summary_dir, name):
         raise ValueError(f"No TensorBoard event files in {summary_dir!r}.")
     values = {}
     for path in paths:
-        for event in tf.compat.v1.train.summary_iterator(path):
+        for record in tf.data.TFRecordDataset(path):
+            event = event_pb2.Event.FromString(record.numpy())
             for value in event.summary.value:
                 if value.tag == name:
                     values[int(event.step)] = float(tf.make_ndarray(value.tensor))
