@@ -7,6 +7,7 @@ import tensorflow as tf
 
 from albert_tf.embeddings import LAYER_NORM_EPSILON
 from albert_tf.replica_dropout import ReplicaDropout
+from albert_tf.token_dense import TokenDense
 
 
 class AlbertAttention(keras.layers.Layer):
@@ -40,7 +41,7 @@ class AlbertAttention(keras.layers.Layer):
         self._convert_input_args = False
 
         def dense(name):
-            return keras.layers.Dense(
+            return TokenDense(
                 hidden_size, name=name, dtype=self.dtype_policy,
                 kernel_initializer=keras.initializers.TruncatedNormal(stddev=initializer_range))
 

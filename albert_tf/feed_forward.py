@@ -7,6 +7,7 @@ from albert_tf.activations import get_activation
 from albert_tf.embeddings import LAYER_NORM_EPSILON
 from albert_tf.recomputation import input_for_recomputation
 from albert_tf.replica_dropout import ReplicaDropout
+from albert_tf.token_dense import TokenDense, sum_over_leading_axes
 
 
 def activated_projection(pre_activation, kernel, bias, activation):
@@ -35,7 +36,7 @@ def activated_projection(pre_activation, kernel, bias, activation):
                 activated = activation(recomputed_input)
             batch_axes = list(range(upstream.shape.rank - 1))
             kernel_grad = tf.tensordot(activated, upstream, axes=[batch_axes, batch_axes])
-            bias_grad = tf.reduce_sum(upstream, axis=batch_axes)
+            bias_grad = sum_over_leading_axes(upstream)
             activated_grad = tf.tensordot(upstream, kernel, axes=[[upstream.shape.rank - 1], [1]])
             return tape.gradient(activated, recomputed_input, output_gradients=activated_grad), kernel_grad, bias_grad
 
@@ -67,7 +68,7 @@ class AlbertFeedForward(keras.layers.Layer):
         initializer = keras.initializers.TruncatedNormal(stddev=initializer_range)
         self.activation = get_activation(hidden_act)
         # W1 without its activation: the activation runs inside `activated_projection` with W2.
-        self.intermediate = keras.layers.Dense(intermediate_size, kernel_initializer=initializer, name="intermediate",
+        self.intermediate = TokenDense(intermediate_size, kernel_initializer=initializer, name="intermediate",
                                                dtype=self.dtype_policy)
         self.output_dense = keras.layers.Dense(hidden_size, kernel_initializer=initializer, name="output",
                                                dtype=self.dtype_policy)
