@@ -34,8 +34,10 @@ def activated_projection(pre_activation, kernel, bias, activation):
             with tf.GradientTape() as tape:
                 tape.watch(recomputed_input)
                 activated = activation(recomputed_input)
-            batch_axes = list(range(upstream.shape.rank - 1))
-            kernel_grad = tf.tensordot(activated, upstream, axes=[batch_axes, batch_axes])
+            # A matmul over [tokens, features] rows with transpose_a, not tensordot: tensordot transposes
+            # the recomputed activation, which XLA then writes out column by column.
+            kernel_grad = tf.matmul(tf.reshape(activated, [-1, activated.shape[-1]]),
+                                    tf.reshape(upstream, [-1, upstream.shape[-1]]), transpose_a=True)
             bias_grad = sum_over_leading_axes(upstream)
             activated_grad = tf.tensordot(upstream, kernel, axes=[[upstream.shape.rank - 1], [1]])
             return tape.gradient(activated, recomputed_input, output_gradients=activated_grad), kernel_grad, bias_grad

@@ -45,3 +45,17 @@ def test_xla_recomputes_the_activation_instead_of_keeping_it():
 
     hlo = gradients.experimental_get_compiler_ir(*_operands())(stage="optimized_hlo")
     assert len(re.findall(r"= \S+ tanh\(", hlo)) == 3
+
+
+def test_xla_does_not_transpose_the_recomputed_activation():
+    """W2's kernel gradient contracts the tokens of the recomputed activation in place (a matmul with
+    transpose_a); a tensordot would write the [10 tokens, 6 features] activation out transposed, as [6,10]."""
+
+    @tf.function(jit_compile=True)
+    def gradients(pre_activation, kernel, bias, weights):
+        return _value_and_gradients(lambda x, w, b: activated_projection(x, w, b, gelu),
+                                    pre_activation, kernel, bias, weights)
+
+    hlo = gradients.experimental_get_compiler_ir(*_operands())(stage="optimized_hlo")
+    assert re.search(r"= f32\[6,3\]\S* dot\(", hlo)
+    assert "f32[6,10]" not in hlo
