@@ -7,7 +7,6 @@ import tensorflow as tf
 
 from albert_tf.embeddings import LAYER_NORM_EPSILON
 from albert_tf.replica_dropout import ReplicaDropout
-from albert_tf.token_dense import TokenDense
 
 
 class AlbertAttention(keras.layers.Layer):
@@ -41,7 +40,7 @@ class AlbertAttention(keras.layers.Layer):
         self._convert_input_args = False
 
         def dense(name):
-            return TokenDense(
+            return keras.layers.Dense(
                 hidden_size, name=name, dtype=self.dtype_policy,
                 kernel_initializer=keras.initializers.TruncatedNormal(stddev=initializer_range))
 

@@ -9,7 +9,6 @@ from albert_tf.embeddings import AlbertEmbeddings
 from albert_tf.feed_forward import AlbertFeedForward
 from albert_tf.recomputation import run_blocks_recomputed
 from albert_tf.sharing import build_sharing_plan
-from albert_tf.token_dense import TokenDense
 
 INPUT_NAMES = ("input_word_ids", "input_mask", "input_type_ids")
 ATTENTION_MASK_VALUE = -10000.0
@@ -64,7 +63,7 @@ class AlbertEncoder(keras.Model):
             name="embeddings", dtype=self.dtype_policy)
         self.embedding_projection = None
         if config.embedding_size != config.hidden_size:
-            self.embedding_projection = TokenDense(
+            self.embedding_projection = keras.layers.Dense(
                 config.hidden_size, name="embedding_hidden_mapping_in", dtype=self.dtype_policy,
                 kernel_initializer=keras.initializers.TruncatedNormal(stddev=config.initializer_range))
         self.attention_layers = [
