@@ -136,7 +136,7 @@ class FinetuningOptions:
     strategy: str = "one_device"
     tpu: Optional[str] = None
     steps_per_loop: int = 1
-    jit_compile: bool = False
+    jit_compile: bool = True
     recompute_blocks: bool = False
     mixed_precision: str = "float32"
     seed: int = 12345

@@ -5,6 +5,7 @@ import random
 import subprocess
 import sys
 
+import keras
 import numpy as np
 import pytest
 import tensorflow as tf
@@ -312,6 +313,8 @@ def test_run_glue_from_an_exported_hub_module(tmp_path, tokenizer):
 
     _write_keyword_mrpc(tmp_path / "glue", sizes=(("train", 400), ("dev", 64)))
     config = AlbertConfig.from_dict(TINY_CONFIG)
+    # A fixed starting point: from some random encoders, 60 steps do not reach the accuracy asserted below.
+    keras.utils.set_random_seed(0)
     pretrained = AlbertEncoder(config)
     checkpoint_io.save_checkpoint_directory(pretrained, str(tmp_path / "tf1"), "tf1")
     export_hub_modules(str(tmp_path / "hub"), config, tokenizer.spm_model_file,
