@@ -9,61 +9,39 @@ from albert_tf.recomputation import input_for_recomputation
 from albert_tf.replica_dropout import ReplicaDropout
 
 
-def sum_over_leading_axes(tensor):
-    """Sums a [..., features] tensor over every axis but the last, as a product with a ones matrix.
+def activated_projection(pre_activation, kernel, bias, activation):
+    """`activation(pre_activation) · kernel + bias`, over the last axis; the gradient recomputes the activation.
 
-    XLA:CPU lowers a reduction over leading axes to strided partial sums (reduce-window) that run
-    3-4x slower than reading the tensor once; a GEMM with a ones matrix reads it once, on every
-    core. The ones matrix has two rows: with one, XLA treats the product as a vector product and
-    leaves the GEMM path (BUILD_NOTES.md, "Speed and memory").
-
-    Example:
-    >>> sum_over_leading_axes(tf.reshape(tf.range(12.0), [2, 3, 2])).numpy().tolist()
-    [30.0, 36.0]
-    """
-    rows = tf.reshape(tensor, [-1, tf.shape(tensor)[-1]])
-    ones = tf.ones([2, tf.shape(rows)[0]], dtype=tensor.dtype)
-    return tf.matmul(ones, rows)[0]
-
-
-def activated_projection(unbiased_pre_activation, pre_activation_bias, kernel, bias, activation):
-    """`activation(unbiased_pre_activation + pre_activation_bias) · kernel + bias`, over the last axis.
-
-    The feed-forward half from W1's product on: W1's bias, the activation and W2. The gradient
-    recomputes the activation: only W1's product is kept for the backward pass, not the activated
-    [batch, seq, intermediate] tensor that W2's kernel gradient needs (151 MB less for XLA to hold
-    across the 12 depths at ALBERT-base, batch 8 x 128). Both bias gradients sum over the tokens
-    with `sum_over_leading_axes`, inside this one custom gradient (each tf.custom_gradient costs
-    host memory of its own in a traced function). BUILD_NOTES.md, "Speed and memory".
+    Only `pre_activation` is kept for the backward pass: the activated [batch, seq, intermediate] tensor
+    that W2's kernel gradient needs is recomputed there (one elementwise pass), not held from the forward
+    pass. At ALBERT-base, batch 8 x 128, that is 151 MB less for XLA to hold across the 12 depths
+    (BUILD_NOTES.md, "Speed and memory").
 
     Example:
     >>> x = tf.constant([[-1.0, 2.0]])
     >>> kernel, bias = tf.constant([[1.0], [0.5]]), tf.constant([0.25])
-    >>> activated_projection(x, tf.constant([0.0, -1.0]), kernel, bias, tf.nn.relu).numpy().tolist()
-    [[0.75]]
+    >>> activated_projection(x, kernel, bias, tf.nn.relu).numpy().tolist()
+    [[1.25]]
     """
 
     @tf.custom_gradient
-    def project(unbiased_pre_activation, pre_activation_bias, kernel, bias):
-        output = tf.tensordot(activation(unbiased_pre_activation + pre_activation_bias), kernel, axes=1) + bias
+    def project(pre_activation, kernel, bias):
+        output = tf.tensordot(activation(pre_activation), kernel, axes=1) + bias
 
         def gradient(upstream):
-            recomputed_input = input_for_recomputation(unbiased_pre_activation, upstream) + pre_activation_bias
+            recomputed_input = input_for_recomputation(pre_activation, upstream)
             with tf.GradientTape() as tape:
                 tape.watch(recomputed_input)
                 activated = activation(recomputed_input)
-            # A matmul over [tokens, features] rows with transpose_a, not tensordot: tensordot transposes
-            # the recomputed activation, which XLA then writes out column by column.
-            kernel_grad = tf.matmul(tf.reshape(activated, [-1, activated.shape[-1]]),
-                                    tf.reshape(upstream, [-1, upstream.shape[-1]]), transpose_a=True)
+            batch_axes = list(range(upstream.shape.rank - 1))
+            kernel_grad = tf.tensordot(activated, upstream, axes=[batch_axes, batch_axes])
+            bias_grad = tf.reduce_sum(upstream, axis=batch_axes)
             activated_grad = tf.tensordot(upstream, kernel, axes=[[upstream.shape.rank - 1], [1]])
-            pre_activation_grad = tape.gradient(activated, recomputed_input, output_gradients=activated_grad)
-            return (pre_activation_grad, sum_over_leading_axes(pre_activation_grad), kernel_grad,
-                    sum_over_leading_axes(upstream))
+            return tape.gradient(activated, recomputed_input, output_gradients=activated_grad), kernel_grad, bias_grad
 
         return output, gradient
 
-    return project(unbiased_pre_activation, pre_activation_bias, kernel, bias)
+    return project(pre_activation, kernel, bias)
 
 
 class AlbertFeedForward(keras.layers.Layer):
@@ -88,7 +66,7 @@ class AlbertFeedForward(keras.layers.Layer):
         self.initializer_range = initializer_range
         initializer = keras.initializers.TruncatedNormal(stddev=initializer_range)
         self.activation = get_activation(hidden_act)
-        # W1's weights; its bias and activation run inside `activated_projection` with W2.
+        # W1 without its activation: the activation runs inside `activated_projection` with W2.
         self.intermediate = keras.layers.Dense(intermediate_size, kernel_initializer=initializer, name="intermediate",
                                                dtype=self.dtype_policy)
         self.output_dense = keras.layers.Dense(hidden_size, kernel_initializer=initializer, name="output",
@@ -105,14 +83,9 @@ class AlbertFeedForward(keras.layers.Layer):
 
     def call(self, hidden_states, training=False):
         compute_dtype = self.output_dense.compute_dtype
-
-        def weight(variable):
-            return keras.ops.cast(variable, compute_dtype)
-
-        hidden_states = keras.ops.cast(hidden_states, compute_dtype)
-        projected = activated_projection(
-            tf.tensordot(hidden_states, weight(self.intermediate.kernel), axes=1), weight(self.intermediate.bias),
-            weight(self.output_dense.kernel), weight(self.output_dense.bias), self.activation)
+        projected = activated_projection(self.intermediate(hidden_states),
+                                         keras.ops.cast(self.output_dense.kernel, compute_dtype),
+                                         keras.ops.cast(self.output_dense.bias, compute_dtype), self.activation)
         ffn_output = self.dropout(projected, training=training)
         return self.layer_norm(ffn_output + hidden_states)
 
