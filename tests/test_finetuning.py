@@ -57,7 +57,7 @@ def _task(written, with_mismatched=False):
 def _options(output_dir, **changes):
     values = dict(output_dir=str(output_dir), preset="albert-base", max_seq_length=SEQ, train_step=60,
                   warmup_step=5, learning_rate=0.05, train_batch_size=10, eval_batch_size=64, predict_batch_size=64,
-                  save_checkpoints_steps=20, steps_per_loop=20)
+                  save_checkpoints_steps=20, steps_per_loop=20, jit_compile=False)
     values.update(changes)
     return finetuning.FinetuningOptions(**values)
 
