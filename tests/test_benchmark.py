@@ -4,10 +4,12 @@ import subprocess
 import sys
 
 import pytest
+import tensorflow as tf
 
 from albert_tf import AlbertConfig, AlbertPretrainer
 from albert_tf import benchmarking
 from albert_tf.param_count import model_parameters
+from albert_tf.training_loop import write_scalars
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 TINY = dict(vocab_size=300, embedding_size=16, hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
@@ -97,12 +99,15 @@ def test_preset_comparison_runs_training_presets_at_the_same_batch():
 
 
 def _write_curve(summary_dir, losses):
-    import tensorflow as tf
-    from albert_tf.training_loop import write_scalars
-
     with tf.summary.create_file_writer(str(summary_dir)).as_default():
         for step, loss in losses.items():
             write_scalars({"loss": loss, "learning_rate": 0.1}, step=step)
+
+
+def _compare_loss_curves(*flags):
+    return subprocess.run([sys.executable, "-m", "run_scripts.compare_loss_curves", *flags], cwd=ROOT,
+                          env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2"), capture_output=True, text=True,
+                          timeout=120)
 
 
 def test_loss_curves_are_compared_against_the_first_run(tmp_path):
@@ -110,10 +115,8 @@ def test_loss_curves_are_compared_against_the_first_run(tmp_path):
     _write_curve(tmp_path / "seed2", {20: 8.2, 40: 6.1, 60: 5.0})
     _write_curve(tmp_path / "bf16", {20: 8.0, 40: 6.5, 80: 4.0})
     output_json = tmp_path / "curves.json"
-    result = subprocess.run(
-        [sys.executable, "-m", "run_scripts.compare_loss_curves", f"--run=float32={tmp_path / 'float32'}",
-         f"--run=seed2={tmp_path / 'seed2'}", f"--run=bf16={tmp_path / 'bf16'}", f"--output_json={output_json}"],
-        cwd=ROOT, env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2"), capture_output=True, text=True, timeout=120)
+    result = _compare_loss_curves(f"--run=float32={tmp_path / 'float32'}", f"--run=seed2={tmp_path / 'seed2'}",
+                                  f"--run=bf16={tmp_path / 'bf16'}", f"--output_json={output_json}")
     assert result.returncode == 0, result.stderr[-3000:]
 
     report = json.loads(output_json.read_text())
@@ -129,8 +132,6 @@ def test_loss_curves_name_a_bad_run_flag_and_a_missing_scalar(tmp_path):
     for flags, message in (([f"--run=a={tmp_path / 'a'}", "--run=b"], "--run='b' must be NAME=SUMMARY_DIR"),
                            ([f"--run=a={tmp_path / 'a'}", f"--run=b={tmp_path / 'a'}", "--scalar=accuracy"],
                             "hold no scalar named 'accuracy'")):
-        result = subprocess.run([sys.executable, "-m", "run_scripts.compare_loss_curves", *flags], cwd=ROOT,
-                                env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2"), capture_output=True, text=True,
-                                timeout=120)
+        result = _compare_loss_curves(*flags)
         assert result.returncode != 0
         assert message in result.stderr
