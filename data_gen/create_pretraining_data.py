@@ -36,6 +36,7 @@ import logging
 import math
 import multiprocessing
 import os
+import queue
 import random
 import shutil
 import subprocess
@@ -435,20 +436,44 @@ def _worker_pool(context: _WorkerContext, num_workers: int, num_tasks: int):
 
 def _ordered_results(context: _WorkerContext, tasks: Sequence[_Task], pool,
                      num_workers: int) -> Iterator[Tuple[_Task, List[bytes], Dict[str, int]]]:
-    """Task results in task order; with a pool, at most two tasks per worker are in flight."""
+    """Task results in task order; with a pool, about two tasks per worker are submitted ahead of the one written.
+
+    A block's later passes are submitted only after its first pass has finished: the first pass tokenizes the
+    block into the token cache, and a later pass running beside it would tokenize the same block again.
+    """
     if pool is None:
         for task in tasks:
             yield context.run(task)
         return
-    pending = collections.deque()
-    remaining = iter(tasks)
-    for task in itertools.islice(remaining, 2 * num_workers):
-        pending.append(pool.apply_async(_run_in_worker, (task,)))
-    while pending:
-        result = pending.popleft().get()
-        for task in itertools.islice(remaining, 1):
-            pending.append(pool.apply_async(_run_in_worker, (task,)))
-        yield result
+    window = 2 * num_workers
+    index_of = {task: index for index, task in enumerate(tasks)}
+    finished: "queue.SimpleQueue" = queue.SimpleQueue()
+    unsubmitted = list(range(len(tasks)))
+    tokenized_blocks = set()
+    results = {}
+    in_flight = next_index = 0
+    while next_index < len(tasks):
+        position = 0
+        while position < len(unsubmitted) and (in_flight < window or unsubmitted[position] == next_index):
+            task = tasks[unsubmitted[position]]
+            if task.dupe_pass and context.token_cache_directory is not None and task.block not in tokenized_blocks:
+                position += 1
+                continue
+            del unsubmitted[position]
+            pool.apply_async(_run_in_worker, (task,), callback=finished.put, error_callback=finished.put)
+            in_flight += 1
+        while next_index not in results:
+            outcome = finished.get()
+            if isinstance(outcome, BaseException):
+                raise outcome
+            results[index_of[outcome[0]]] = outcome
+            if outcome[0].dupe_pass == 0:
+                tokenized_blocks.add(outcome[0].block)
+                break
+        if next_index in results:
+            yield results.pop(next_index)
+            next_index += 1
+            in_flight -= 1
 
 
 # tensorflow-datasets input: spooled once to local JSON lines.

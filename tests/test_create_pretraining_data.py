@@ -1,9 +1,12 @@
 """Pretraining instances: the original's semantics, the record format, determinism, resuming, bad input."""
 import json
+import multiprocessing.pool
 import os
 import random
 import subprocess
 import sys
+import threading
+import time
 from unittest import mock
 
 import numpy as np
@@ -355,6 +358,57 @@ def test_same_seed_gives_identical_bytes_for_any_worker_count(tmp_path, corpus_f
     assert summary_one["totals"] == summary_two["totals"]
     other_seed, _ = _run(corpus_file, spm_model_file, str(tmp_path / "seed"), num_workers=1, random_seed=12)
     assert _contents(other_seed) != _contents(one)
+
+
+class _RecordingContext:
+    """Stands in for the worker context: logs when each task starts and ends, from the pool's threads."""
+
+    token_cache_directory = "cache"
+
+    def __init__(self, fail_on=None):
+        self.events, self.lock, self.running, self.most_running, self.fail_on = [], threading.Lock(), 0, 0, fail_on
+
+    def run(self, task):
+        with self.lock:
+            self.events.append(("start", task))
+            self.running += 1
+            self.most_running = max(self.most_running, self.running)
+        time.sleep(0.02)
+        with self.lock:
+            self.events.append(("end", task))
+            self.running -= 1
+        if task == self.fail_on:
+            raise ValueError(f"failed on {task}")
+        return task, [f"{task.block.index}/{task.dupe_pass}".encode()], {}
+
+
+def _shard_tasks(num_blocks, dupe_factor):
+    blocks = [cpd._Block(index, ()) for index in range(num_blocks)]
+    return [cpd._Task(block, dupe_pass) for block in blocks for dupe_pass in range(dupe_factor)]
+
+
+def _results_through_thread_pool(context, tasks, num_workers):
+    with multiprocessing.pool.ThreadPool(num_workers, initializer=cpd._init_worker, initargs=(context,)) as pool:
+        return list(cpd._ordered_results(context, tasks, pool, num_workers))
+
+
+def test_workers_tokenize_each_block_once_and_results_keep_task_order():
+    # One block per shard, as in a small corpus: a block's passes are next to each other in the task list.
+    tasks = _shard_tasks(num_blocks=5, dupe_factor=3)
+    context = _RecordingContext()
+    results = _results_through_thread_pool(context, tasks, num_workers=2)
+    assert [result[0] for result in results] == tasks
+    for task in tasks:
+        if task.dupe_pass:
+            first_pass_end = context.events.index(("end", cpd._Task(task.block, 0)))
+            assert first_pass_end < context.events.index(("start", task)), task
+    assert context.most_running == 2
+
+
+def test_a_failing_task_raises_its_error():
+    tasks = _shard_tasks(num_blocks=3, dupe_factor=2)
+    with pytest.raises(ValueError, match="failed on"):
+        _results_through_thread_pool(_RecordingContext(fail_on=tasks[3]), tasks, num_workers=2)
 
 
 def test_rerun_rewrites_only_the_missing_shard(tmp_path, corpus_file, spm_model_file):
