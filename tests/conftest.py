@@ -1,5 +1,12 @@
-"""Shared pytest setup: quiet TensorFlow logs and a fixed Keras dtype policy per test."""
+"""Shared pytest setup: the test oracles on the path, quiet TensorFlow logs, a fixed Keras dtype policy per test."""
 import os
+import sys
+
+# scipy and scikit-learn live outside site-packages (see requirements-test-oracles.txt), so that only this
+# process imports them, not the training processes that tests start.
+TEST_ORACLES = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), ".venv", "test-oracles")
+if os.path.isdir(TEST_ORACLES):
+    sys.path.append(TEST_ORACLES)
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
