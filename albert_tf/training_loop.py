@@ -125,7 +125,8 @@ class Trainer:
     Create the model and optimizer under `strategy.scope()` and build the model (call it once) before
     creating the Trainer. Call `set_mixed_precision` before building the model; a float16 model gets
     dynamic loss scaling (its optimizer is wrapped in `keras.optimizers.LossScaleOptimizer`). With
-    `jit_compile`, XLA compiles each replica's gradients and, under OneDeviceStrategy, the update too.
+    `jit_compile`, XLA compiles each replica's gradients, evaluation metrics and predictions and, under
+    OneDeviceStrategy, the update too.
 
     The callbacks:
     - `loss_fn(model, batch) -> (loss, metrics)`: the float32 scalar mean loss of this replica's batch and a
@@ -185,8 +186,8 @@ class Trainer:
         self._save_checkpoints_steps = save_checkpoints_steps
         self._log_every_steps = log_every_steps
         self._summary_dir = summary_dir
-        self._gradient_fn = (tf.function(self._replica_gradients, jit_compile=True) if jit_compile
-                             else self._replica_gradients)
+        self._jit_compile = jit_compile
+        self._gradient_fn = self._compiled(self._replica_gradients)
         # One device holds every variable, so XLA can fuse the whole update. It holds 220 MB less than the
         # per-op update at ALBERT-base on CPU, at the same speed (BUILD_NOTES.md, "Speed and memory"). Other
         # strategies update each variable's copies through their own cross-device machinery.
@@ -198,6 +199,10 @@ class Trainer:
         self._set_up_checkpoints(keep_checkpoint_max)
 
     # ---- set-up -------------------------------------------------------------------------------------
+
+    def _compiled(self, replica_fn):
+        """`replica_fn` compiled by XLA when the Trainer compiles, else as it is (traced by its caller)."""
+        return tf.function(replica_fn, jit_compile=True) if self._jit_compile else replica_fn
 
     def _set_up_optimizer(self, optimizer):
         self.optimizer = optimizer
@@ -486,8 +491,10 @@ class Trainer:
     def evaluate(self, dataset_fn, metrics_fn, global_batch_size, max_steps=None):
         """Runs metrics_fn over a finite dataset (at most max_steps global batches); returns {name: ratio}."""
         if metrics_fn not in self._evaluate_functions:
+            replica_metrics = self._compiled(lambda replica_batch: metrics_fn(self.model, replica_batch))
+
             def evaluate_step(batch):
-                sums = self.strategy.run(lambda replica_batch: metrics_fn(self.model, replica_batch), args=(batch,))
+                sums = self.strategy.run(replica_metrics, args=(batch,))
                 return tf.nest.map_structure(
                     lambda value: self.strategy.reduce(tf.distribute.ReduceOp.SUM, value, axis=None), sums)
 
@@ -516,8 +523,10 @@ class Trainer:
         order for a single input pipeline; with several workers, carry an example id to reorder.
         """
         if predict_fn not in self._predict_functions:
+            replica_predict = self._compiled(lambda replica_batch: predict_fn(self.model, replica_batch))
+
             def predict_step(batch):
-                outputs = self.strategy.run(lambda replica_batch: predict_fn(self.model, replica_batch), args=(batch,))
+                outputs = self.strategy.run(replica_predict, args=(batch,))
                 return tf.nest.map_structure(lambda value: self.strategy.gather(value, axis=0), outputs)
 
             self._predict_functions[predict_fn] = tf.function(predict_step, reduce_retracing=True)

@@ -60,8 +60,8 @@ def define_finetuning_flags(*, learning_rate, max_seq_length, train_step=None, w
     flags.DEFINE_enum("strategy", "one_device", STRATEGY_NAMES, "tf.distribute strategy.")
     flags.DEFINE_string("tpu", None, "Cloud TPU name or grpc:// address for --strategy=tpu.")
     flags.DEFINE_integer("steps_per_loop", 1, "Training steps per tf.function call (use more on TPUs).")
-    flags.DEFINE_bool("jit_compile", True, "Compile the training step with XLA (--nojit_compile: TensorFlow's "
-                      "own kernels).")
+    flags.DEFINE_bool("jit_compile", True, "Compile training, evaluation and prediction with XLA (--nojit_compile: "
+                      "TensorFlow's own kernels).")
     flags.DEFINE_bool("recompute_blocks", False, "Re-run each transformer block in the backward pass instead of "
                       "storing its activations: less memory, about a third more compute.")
     flags.DEFINE_enum("mixed_precision", "float32", MIXED_PRECISION_POLICIES, "Keras dtype policy.")

@@ -43,8 +43,8 @@ flags.DEFINE_enum("strategy", "one_device", ["one_device", "mirrored", "multi_wo
                   "tf.distribute strategy; multi_worker_mirrored reads TF_CONFIG.")
 flags.DEFINE_string("tpu", None, "TPU name or grpc:// address for --strategy=tpu.")
 flags.DEFINE_integer("steps_per_loop", 1, "Training steps inside one tf.function call.")
-flags.DEFINE_bool("jit_compile", True, "Compile the training step with XLA (--nojit_compile: TensorFlow's "
-                  "own kernels).")
+flags.DEFINE_bool("jit_compile", True, "Compile training and evaluation with XLA (--nojit_compile: "
+                  "TensorFlow's own kernels).")
 flags.DEFINE_bool("recompute_blocks", False, "Re-run each transformer block in the backward pass instead of "
                   "storing its activations: less memory, about a third more compute.")
 flags.DEFINE_enum("mixed_precision", "float32", ["float32", "mixed_bfloat16", "mixed_float16"], "Dtype policy.")

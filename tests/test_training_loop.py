@@ -58,8 +58,19 @@ def test_loss_falls_logs_summaries_and_checkpoints(tmp_path):
     assert restored == pytest.approx(last, rel=1e-6)
 
 
-def test_evaluate_and_predict_keep_the_last_partial_batch(tmp_path):
-    trainer = _seeded_trainer(tmp_path)
+def _xla_compiled_functions(function):
+    """Names of the functions that `function`'s traces mark for XLA compilation."""
+    names = set()
+    for concrete in function._list_all_concrete_functions():
+        for library_function in concrete.graph.as_graph_def().library.function:
+            if library_function.attr["_XlaMustCompile"].b:
+                names.add(library_function.signature.name)
+    return names
+
+
+@pytest.mark.parametrize("jit_compile", [False, True])
+def test_evaluate_and_predict_keep_the_last_partial_batch(tmp_path, jit_compile):
+    trainer = _seeded_trainer(tmp_path, jit_compile=jit_compile)
     dataset_fn = toy.make_eval_dataset_fn(29)  # batches of 8, 8, 8 and 5
     predictions = trainer.predict(dataset_fn, toy.predict_fn, global_batch_size=8)
     data = toy.examples(29)
@@ -71,6 +82,9 @@ def test_evaluate_and_predict_keep_the_last_partial_batch(tmp_path):
     assert evaluation["accuracy"] == pytest.approx(correct.mean(), abs=1e-9)  # sum/count, not a mean of means
     first_two_batches = trainer.evaluate(dataset_fn, toy.metrics_fn, global_batch_size=8, max_steps=2)
     assert first_two_batches["accuracy"] == pytest.approx(correct[:16].mean(), abs=1e-9)
+    compiled = [bool(_xla_compiled_functions(function)) for function in
+                (trainer._predict_functions[toy.predict_fn], trainer._evaluate_functions[toy.metrics_fn])]
+    assert compiled == [jit_compile, jit_compile]
 
 
 def test_steps_per_loop_and_accumulation_give_the_plain_run_weights(tmp_path):
