@@ -146,25 +146,26 @@ def workload_flops(workload: str, config: AlbertConfig, batch_size: int, seq_len
 
 # ---- the matmul peak --------------------------------------------------------------------------------
 
-def measure_matmul_peak(m: int, k: int, n: int, dtype: str = "float32", min_seconds: float = 0.5,
-                        jit_compile: Sequence[bool] = (True, False)) -> float:
-    """The best GFLOP/s of chained [m,k]x[k,n] and [m,n]x[n,k] matmuls in `dtype`, on TensorFlow's default device.
+def measure_matmul_peaks(m: int, k: int, n: int, dtype: str = "float32", min_seconds: float = 0.5,
+                         jit_compile: Sequence[bool] = (True, False)) -> Dict[str, float]:
+    """GFLOP/s of chained [m,k]x[k,n] and [m,n]x[n,k] matmuls in `dtype`, on TensorFlow's default device.
 
     Each way of running TensorFlow in `jit_compile` (XLA, and the plain oneDNN/cuBLAS kernels) is timed over
-    calls of at least `min_seconds`; the best rate is the peak, so a model can be held against the fastest
-    matmul this process can get at its sizes and precision. The chain keeps every product needed (no
-    dead-code elimination) and its scale near 1.
+    calls of at least `min_seconds` and reported under "xla" or "plain"; the best of them is the peak, so a
+    model can be held against the fastest matmul this process can get at its sizes and precision. Both are
+    kept because they can differ by precision: XLA:CPU, for one, computes bfloat16 dots in float32. The
+    chain keeps every product needed (no dead-code elimination) and its scale near 1.
 
     Example:
-    >>> measure_matmul_peak(64, 64, 64, min_seconds=0.01) > 0
-    True
+    >>> sorted(measure_matmul_peaks(64, 64, 64, min_seconds=0.01))
+    ['plain', 'xla']
     """
     # Drawn by TensorFlow in `dtype`: float64 host arrays would add their own transient pages to the
     # workload's peak RSS, which this is measured alongside.
     x, w1, w2 = (tf.random.stateless_normal(shape, seed=(0, index), stddev=stddev, dtype=dtype)
                  for index, (shape, stddev) in enumerate((((m, k), 1.0), ((k, n), k ** -0.5),
                                                           ((n, k), n ** -0.5))))
-    best = 0.0
+    peaks = {}
     for jit in jit_compile:
         @tf.function(jit_compile=jit)
         def chain(x, w1, w2, count):
@@ -186,8 +187,8 @@ def measure_matmul_peak(m: int, k: int, n: int, dtype: str = "float32", min_seco
             count = max(count + 1, int(count * min_seconds / max(elapsed, 1e-6) * 1.2))
             elapsed = timed(count)
         elapsed = min(elapsed, timed(count))
-        best = max(best, count * 4 * m * k * n / elapsed / 1e9)
-    return best
+        peaks["xla" if jit else "plain"] = count * 4 * m * k * n / elapsed / 1e9
+    return peaks
 
 
 # ---- timing and memory ------------------------------------------------------------------------------
@@ -205,21 +206,33 @@ def summarize(values: Sequence[float]) -> Dict[str, float]:
 
 
 def peak_rss_bytes() -> int:
-    """This process's peak resident set size so far (Linux reports ru_maxrss in KiB)."""
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+    """This process's peak resident set size so far, across resets of the kernel's high-water mark.
+
+    Linux reports ru_maxrss in KiB from that same mark, so after `reset_rss_high_water_mark` it alone would
+    forget the peaks before the reset, compilation's among them.
+    """
+    return max(_peak_before_resets, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024,
+               rss_high_water_mark_bytes() or 0)
+
+
+_peak_before_resets = 0
 
 
 def reset_rss_high_water_mark() -> bool:
     """Restarts the kernel's peak-RSS count (VmHWM) from the current RSS; False where that is not possible.
 
-    After warmup this separates what the timed steps hold from one-time peaks such as XLA compilation.
+    After warmup this separates what the timed steps hold from one-time peaks such as XLA compilation;
+    `peak_rss_bytes` keeps the peak from before.
     """
+    global _peak_before_resets
+    peak = peak_rss_bytes()
     try:
         with open("/proc/self/clear_refs", "w", encoding="ascii") as handle:
             handle.write("5")
-        return True
     except OSError:
         return False
+    _peak_before_resets = peak
+    return True
 
 
 def rss_high_water_mark_bytes() -> Optional[int]:
@@ -271,6 +284,18 @@ def device_description() -> str:
             names = [line.split(":", 1)[1].strip() for line in handle if line.startswith("model name")]
         model = names[0] if names else model
     return f"{model}, {len(os.sched_getaffinity(0))} cores"
+
+
+def cpu_bfloat16_units() -> Optional[bool]:
+    """Whether the CPU has bfloat16 dot-product units (AVX512_BF16 or AMX-BF16); None where /proc/cpuinfo is absent.
+
+    Without them a bfloat16 matmul can only be emulated, so mixed_bfloat16 cannot be faster than float32.
+    """
+    if not os.path.exists("/proc/cpuinfo"):
+        return None
+    with open("/proc/cpuinfo", encoding="utf-8") as handle:
+        flags = next((line.split(":", 1)[1].split() for line in handle if line.startswith("flags")), [])
+    return "avx512_bf16" in flags or "amx_bf16" in flags
 
 
 def load_average() -> float:
@@ -418,12 +443,12 @@ def run_model_workload(workload: str, settings: BenchmarkSettings) -> dict:
         run(max(settings.warmup_steps, 1))
         warmup_seconds = time.perf_counter() - start
 
-        def matmul_peak():
-            return measure_matmul_peak(settings.batch_size * settings.seq_length, config.hidden_size,
-                                       config.intermediate_size, model.dtype_policy.compute_dtype)
+        def matmul_peaks():
+            return measure_matmul_peaks(settings.batch_size * settings.seq_length, config.hidden_size,
+                                        config.intermediate_size, model.dtype_policy.compute_dtype)
 
         # Measured around every repeat, the best is the machine's peak even when other processes load it.
-        peaks = [matmul_peak()]
+        peaks = [matmul_peaks()]
         seconds, steady_rss = [], []
         for _ in range(settings.repeats):
             counting = reset_rss_high_water_mark()
@@ -432,12 +457,13 @@ def run_model_workload(workload: str, settings: BenchmarkSettings) -> dict:
             seconds.append(time.perf_counter() - start)
             if counting:
                 steady_rss.append(rss_high_water_mark_bytes())
-            peaks.append(matmul_peak())
+            peaks.append(matmul_peaks())
         flops = workload_flops(workload, config, settings.batch_size, settings.seq_length,
                                settings.max_predictions_per_seq)
         rates = summarize([settings.steps * settings.batch_size / elapsed for elapsed in seconds])
         gflop_per_s = rates["median"] / settings.batch_size * flops / 1e9
-        peak = max(peaks)
+        peak_by_mode = {mode: max(measured[mode] for measured in peaks) for mode in peaks[0]}
+        peak = max(peak_by_mode.values())
         device_memory = peak_device_memory_bytes()
         return {
             "workload": workload, "preset": settings.model_name, "batch_size": settings.batch_size,
@@ -449,11 +475,13 @@ def run_model_workload(workload: str, settings: BenchmarkSettings) -> dict:
             "tokens_per_s": rates["median"] * settings.seq_length,
             "step_seconds_median": settings.batch_size / rates["median"],
             "gflop_per_step": flops / 1e9, "gflop_per_s": gflop_per_s, "peak_gflop_per_s": peak,
+            "peak_gflop_per_s_xla": peak_by_mode["xla"], "peak_gflop_per_s_plain": peak_by_mode["plain"],
             "peak_fraction": gflop_per_s / peak, "peak_rss_mb": peak_rss_bytes() / 1e6,
             "steady_peak_rss_mb": max(steady_rss) / 1e6 if steady_rss else None,
             "peak_device_memory_mb": None if device_memory is None else device_memory / 1e6,
             "parameter_mb": parameter_bytes(model) / 1e6, "checkpoint_mb": checkpoint_bytes(model) / 1e6,
             "warmup_seconds": warmup_seconds, "device": device_description(), "cpu_allocator": cpu_allocator(),
+            "cpu_bfloat16_units": cpu_bfloat16_units(),
             "load_average": load_average(), "tensorflow": tf.__version__,
         }
 

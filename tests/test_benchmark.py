@@ -3,6 +3,7 @@ import os
 import subprocess
 import sys
 
+import numpy as np
 import pytest
 import tensorflow as tf
 
@@ -44,12 +45,25 @@ def test_harness_runs_a_model_and_a_data_workload_and_writes_records(tmp_path):
     assert step["gflop_per_step"] == pytest.approx(expected_flops / 1e9)
     assert step["gflop_per_s"] == pytest.approx(step["seq_per_s_median"] / 4 * expected_flops / 1e9)
     assert step["peak_fraction"] == pytest.approx(step["gflop_per_s"] / step["peak_gflop_per_s"])
+    assert step["peak_gflop_per_s"] == max(step["peak_gflop_per_s_xla"], step["peak_gflop_per_s_plain"])
+    assert step["cpu_bfloat16_units"] in (True, False)
     assert step["parameter_mb"] == pytest.approx(step["checkpoint_mb"], rel=0.2)
     assert 100 < step["steady_peak_rss_mb"] <= step["peak_rss_mb"]
     assert records[1]["batches_per_s_median"] == pytest.approx(records[1]["seq_per_s_median"] / 4)
     table_rows = [line for line in result.stdout.splitlines() if line.startswith("| pretrain_step")
                   or line.startswith("| input_pipeline")]
     assert len(table_rows) == 2
+
+
+def test_peak_rss_keeps_the_peak_from_before_a_high_water_mark_reset():
+    transient = np.ones(300 * 2**20 // 8)  # 300 MiB, touched
+    peak_with_transient = benchmarking.rss_high_water_mark_bytes()
+    del transient
+    if not benchmarking.reset_rss_high_water_mark():
+        pytest.skip("/proc/self/clear_refs is not writable here")
+    assert benchmarking.rss_high_water_mark_bytes() < peak_with_transient - 200 * 2**20
+    # The kernel's page counts lag by a few pages per thread, so the two readings of one peak can differ slightly.
+    assert benchmarking.peak_rss_bytes() > peak_with_transient - 4 * 2**20
 
 
 def test_albert_base_checkpoint_stores_each_shared_weight_once():
