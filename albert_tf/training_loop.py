@@ -22,7 +22,7 @@ from absl import logging
 from tensorflow.core.framework import summary_pb2
 from tensorflow.core.util import event_pb2
 
-from albert_tf.host_allocator import release_free_heap
+from albert_tf.host_allocator import releasing_free_heap
 
 MIXED_PRECISION_POLICIES = ("float32", "mixed_bfloat16", "mixed_float16")
 # What tf.summary.scalar writes, without needing the tensorboard package: TensorBoard's scalars plugin.
@@ -341,10 +341,13 @@ class Trainer:
 
         def train_steps(num_steps, last_checkpoint=None):
             nonlocal compiled
-            results = self._run_loop(train_loop, loop_inputs, num_steps, last_checkpoint)
-            if not compiled:
-                compiled = True
-                release_free_heap()
+            if compiled:
+                return self._run_loop(train_loop, loop_inputs, num_steps, last_checkpoint)
+            # Tracing and compiling free most of what they allocate; handing those pages back as they go, not
+            # only at the end, keeps them from adding up to the process's peak (BUILD_NOTES.md).
+            with releasing_free_heap():
+                results = self._run_loop(train_loop, loop_inputs, num_steps, last_checkpoint)
+            compiled = True
             return results
 
         return train_steps

@@ -3,6 +3,8 @@
 import ctypes
 import os
 import platform
+import threading
+import time
 
 import pytest
 
@@ -54,3 +56,27 @@ def test_release_free_heap_returns_fragmented_free_pages():
     for chunk in chunks[::keep_every]:
         libc.free(chunk)
     assert released > 100e6
+
+
+@pytest.mark.skipif(platform.libc_ver()[0] != "glibc" or not os.path.exists("/proc/self/statm"),
+                    reason="malloc_trim and /proc are glibc and Linux facilities")
+def test_releasing_free_heap_hands_pages_back_while_the_block_runs():
+    libc = ctypes.CDLL(None)
+    libc.malloc.restype = ctypes.c_void_p
+    libc.free.argtypes = [ctypes.c_void_p]
+    chunk_bytes, keep_every = 4096, 64
+    threads_before = threading.active_count()
+    with host_allocator.releasing_free_heap(interval_seconds=0.05):
+        chunks = [libc.malloc(chunk_bytes) for _ in range(40_000)]
+        for chunk in chunks:
+            ctypes.memset(chunk, 1, chunk_bytes)
+        for index, chunk in enumerate(chunks):
+            if index % keep_every:
+                libc.free(chunk)
+        before = _resident_bytes()
+        time.sleep(0.5)
+        released = before - _resident_bytes()
+    for chunk in chunks[::keep_every]:
+        libc.free(chunk)
+    assert released > 100e6
+    assert threading.active_count() == threads_before

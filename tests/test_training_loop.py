@@ -1,4 +1,5 @@
 """The shared training loop on a toy classifier: convergence, accumulation, clipping, precision, resume, eval."""
+import contextlib
 import glob
 import json
 import os
@@ -101,14 +102,21 @@ def test_steps_per_loop_and_accumulation_give_the_plain_run_weights(tmp_path):
     assert moved > 1e-2
 
 
-def test_the_free_heap_is_released_once_after_the_compiling_first_call(tmp_path, monkeypatch):
-    calls = []
-    monkeypatch.setattr(training_loop, "release_free_heap", lambda: calls.append(trainer.step))
+def test_the_free_heap_is_released_during_the_compiling_first_call_only(tmp_path, monkeypatch):
+    events = []
+
+    @contextlib.contextmanager
+    def recording_release():
+        events.append(("enter", trainer.step))
+        yield
+        events.append(("exit", trainer.step))
+
+    monkeypatch.setattr(training_loop, "releasing_free_heap", recording_release)
     trainer = _seeded_trainer(tmp_path, num_train_steps=6, steps_per_loop=2)
     trainer.train(toy.train_dataset_fn, num_train_steps=6, global_batch_size=8)
 
     assert trainer.step == 6
-    assert calls == [2]
+    assert events == [("enter", 0), ("exit", 2)]
 
 
 def test_gradients_are_clipped_to_global_norm_one(tmp_path):
