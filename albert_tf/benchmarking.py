@@ -32,6 +32,7 @@ from typing import Callable, Dict, List, Optional, Sequence
 import numpy as np
 import tensorflow as tf
 
+from albert_tf.bfloat16_support import cpu_bfloat16_units, xla_bfloat16_dot_dtype
 from albert_tf.config import AlbertConfig
 from albert_tf.host_allocator import cpu_allocator
 
@@ -286,18 +287,6 @@ def device_description() -> str:
     return f"{model}, {len(os.sched_getaffinity(0))} cores"
 
 
-def cpu_bfloat16_units() -> Optional[bool]:
-    """Whether the CPU has bfloat16 dot-product units (AVX512_BF16 or AMX-BF16); None where /proc/cpuinfo is absent.
-
-    Without them a bfloat16 matmul can only be emulated, so mixed_bfloat16 cannot be faster than float32.
-    """
-    if not os.path.exists("/proc/cpuinfo"):
-        return None
-    with open("/proc/cpuinfo", encoding="utf-8") as handle:
-        flags = next((line.split(":", 1)[1].split() for line in handle if line.startswith("flags")), [])
-    return "avx512_bf16" in flags or "amx_bf16" in flags
-
-
 def load_average() -> float:
     """The 1-minute load average: above the core count, other processes share the CPU with the benchmark."""
     return os.getloadavg()[0]
@@ -482,6 +471,8 @@ def run_model_workload(workload: str, settings: BenchmarkSettings) -> dict:
             "parameter_mb": parameter_bytes(model) / 1e6, "checkpoint_mb": checkpoint_bytes(model) / 1e6,
             "warmup_seconds": warmup_seconds, "device": device_description(), "cpu_allocator": cpu_allocator(),
             "cpu_bfloat16_units": cpu_bfloat16_units(),
+            "xla_bfloat16_dot_dtype": (xla_bfloat16_dot_dtype() if settings.mixed_precision == "mixed_bfloat16"
+                                       else None),
             "load_average": load_average(), "tensorflow": tf.__version__,
         }
 

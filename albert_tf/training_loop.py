@@ -22,6 +22,7 @@ from absl import logging
 from tensorflow.core.framework import summary_pb2
 from tensorflow.core.util import event_pb2
 
+from albert_tf import bfloat16_support
 from albert_tf.host_allocator import releasing_free_heap
 
 MIXED_PRECISION_POLICIES = ("float32", "mixed_bfloat16", "mixed_float16")
@@ -197,6 +198,8 @@ class Trainer:
         self._evaluate_functions = {}
         self._set_up_optimizer(optimizer)
         self._set_up_checkpoints(keep_checkpoint_max)
+        if jit_compile and model.dtype_policy.compute_dtype == "bfloat16":
+            _warn_if_xla_leaves_bfloat16_units_idle(strategy)
 
     # ---- set-up -------------------------------------------------------------------------------------
 
@@ -568,6 +571,15 @@ def _check_float32_scalars(loss, metrics):
     for name, value in metrics.items():
         if value.dtype != tf.float32 or value.shape.rank != 0:
             raise ValueError(f"loss_fn metric {name!r} must be a float32 scalar, got {value!r}.")
+
+
+def _warn_if_xla_leaves_bfloat16_units_idle(strategy):
+    """A CPU with bfloat16 units gains nothing from mixed_bfloat16 under an XLA that computes matmuls in float32."""
+    on_cpu = not tf.config.list_logical_devices("GPU") and not isinstance(strategy, tf.distribute.TPUStrategy)
+    if on_cpu and bfloat16_support.cpu_bfloat16_units() and bfloat16_support.xla_bfloat16_dot_dtype("/cpu:0") == "f32":
+        logging.warning("This CPU has bfloat16 units, but XLA computes bfloat16 matmuls in float32 here, so "
+                        "mixed_bfloat16 with jit_compile leaves them idle; TensorFlow's own kernels (--nojit_compile) "
+                        "use them. Compare the two with run_scripts.benchmark.")
 
 
 def _update_and_grow_scale(update, loss_scale_optimizer):

@@ -2,6 +2,7 @@
 import contextlib
 import glob
 import json
+import logging
 import os
 import subprocess
 import sys
@@ -11,7 +12,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from albert_tf import optimization, training_loop
+from albert_tf import bfloat16_support, optimization, training_loop
 from tests import _toy_training as toy
 
 TOY_SCRIPT = os.path.join(os.path.dirname(__file__), "_toy_training.py")
@@ -171,6 +172,26 @@ def test_bfloat16_with_jit_compile_trains(tmp_path):
     assert trainer.model.compute_dtype == "bfloat16"
     assert {v.dtype for v in trainer.model.trainable_variables} == {"float32"}
     assert last["loss"] < 0.6 * first["loss"]
+
+
+@pytest.mark.parametrize("units, xla_dtype, jit_compile, policy, warned", [
+    (True, "f32", True, "mixed_bfloat16", True), (False, "f32", True, "mixed_bfloat16", False),
+    (True, "bf16", True, "mixed_bfloat16", False), (True, "f32", False, "mixed_bfloat16", False),
+    (True, "f32", True, "float32", False)])
+def test_xla_that_leaves_the_cpus_bfloat16_units_idle_is_named(tmp_path, monkeypatch, caplog, units, xla_dtype,
+                                                                 jit_compile, policy, warned):
+    monkeypatch.setattr(bfloat16_support, "cpu_bfloat16_units", lambda: units)
+    monkeypatch.setattr(bfloat16_support, "xla_bfloat16_dot_dtype", lambda device=None: xla_dtype)
+    training_loop.set_mixed_precision(policy)
+    with caplog.at_level(logging.WARNING):
+        _seeded_trainer(tmp_path, jit_compile=jit_compile)
+    assert ("leaves them idle" in caplog.text) == warned
+
+
+def test_the_xla_bfloat16_probe_reads_the_dot_of_the_optimized_hlo():
+    # XLA:CPU keeps a bfloat16 dot only where oneDNN can run it on bfloat16 units.
+    expected = {"f32"} if not bfloat16_support.cpu_bfloat16_units() else {"f32", "bf16"}
+    assert bfloat16_support.xla_bfloat16_dot_dtype("/cpu:0") in expected
 
 
 @pytest.mark.parametrize("optimizer_name", ["lamb", "adamw"])
