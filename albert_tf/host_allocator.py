@@ -9,7 +9,8 @@ and memory"). The training entry points therefore ask for it unless the environm
 
 Separately, `release_free_heap` hands the C heap's free pages back to the operating system; the training
 loop's first call, which traces and compiles the step, runs under `releasing_free_heap`, which calls it
-every 0.2 s and once at the end.
+every 0.2 s and once at the end. And `prefer_lean_xla_compilation` turns off XLA:CPU's fusion emitters,
+whose compilation of the many small kernels of the update made the process's peak.
 """
 
 import contextlib
@@ -20,6 +21,8 @@ import threading
 
 CPU_ALLOCATOR_VARIABLE = "TF_CPU_ALLOCATOR_USE_BFC"
 CPU_ALLOCATORS = ("default", "bfc")
+XLA_FLAGS_VARIABLE = "XLA_FLAGS"
+LEAN_XLA_CPU_FLAG = "--xla_cpu_use_fusion_emitters=false"
 
 
 def cpu_allocator() -> str:
@@ -59,6 +62,24 @@ def prefer_caching_allocator() -> str:
     if CPU_ALLOCATOR_VARIABLE not in os.environ:
         select_cpu_allocator("bfc")
     return cpu_allocator()
+
+
+def prefer_lean_xla_compilation() -> str:
+    """Adds `--xla_cpu_use_fusion_emitters=false` to XLA_FLAGS unless XLA_FLAGS sets that flag; returns XLA_FLAGS.
+
+    XLA:CPU's fusion emitters compile each fusion into a module of its own; for the optimizer update's 200
+    small fusions that took 80-120 MB over the training steps' peak, after the step's buffers exist, and
+    made the process's peak RSS. Without them the pretraining step ran as fast or faster (BUILD_NOTES.md,
+    "Speed and memory"). Like the allocator, it must be chosen before TensorFlow compiles anything.
+
+    Example:
+    >>> "--xla_cpu_use_fusion_emitters=" in prefer_lean_xla_compilation()
+    True
+    """
+    flags = os.environ.get(XLA_FLAGS_VARIABLE, "")
+    if "--xla_cpu_use_fusion_emitters" not in flags:
+        os.environ[XLA_FLAGS_VARIABLE] = " ".join(filter(None, [flags, LEAN_XLA_CPU_FLAG]))
+    return os.environ[XLA_FLAGS_VARIABLE]
 
 
 @functools.lru_cache(maxsize=None)

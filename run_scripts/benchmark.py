@@ -114,6 +114,7 @@ def main(argv):
         host_allocator.select_cpu_allocator(FLAGS.cpu_allocator)
     else:
         host_allocator.prefer_caching_allocator()
+    host_allocator.prefer_lean_xla_compilation()
     settings = _model_settings()
     run_workload = benchmarking.run_in_subprocess if FLAGS.isolate_workloads else benchmarking.run_model_workload
     records = []

@@ -81,3 +81,16 @@ def test_releasing_free_heap_hands_pages_back_while_the_block_runs():
         libc.free(chunk)
     assert released > 100e6
     assert threading.active_count() == threads_before
+
+
+@pytest.mark.parametrize("before, after", [
+    (None, "--xla_cpu_use_fusion_emitters=false"),
+    ("--xla_dump_to=/tmp/dump", "--xla_dump_to=/tmp/dump --xla_cpu_use_fusion_emitters=false"),
+    ("--xla_cpu_use_fusion_emitters=true", "--xla_cpu_use_fusion_emitters=true")])
+def test_lean_xla_compilation_is_added_unless_xla_flags_choose(monkeypatch, before, after):
+    if before is None:
+        monkeypatch.delenv("XLA_FLAGS", raising=False)
+    else:
+        monkeypatch.setenv("XLA_FLAGS", before)
+    assert host_allocator.prefer_lean_xla_compilation() == after
+    assert os.environ["XLA_FLAGS"] == after
