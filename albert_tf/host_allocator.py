@@ -77,9 +77,23 @@ def prefer_lean_xla_compilation() -> str:
     True
     """
     flags = os.environ.get(XLA_FLAGS_VARIABLE, "")
-    if "--xla_cpu_use_fusion_emitters" not in flags:
+    if LEAN_XLA_CPU_FLAG.split("=")[0] not in flags:
         os.environ[XLA_FLAGS_VARIABLE] = " ".join(filter(None, [flags, LEAN_XLA_CPU_FLAG]))
     return os.environ[XLA_FLAGS_VARIABLE]
+
+
+def prefer_training_defaults() -> None:
+    """`prefer_caching_allocator` and `prefer_lean_xla_compilation`, unless the environment already chooses.
+
+    Every training entry point calls it first thing in `main`, before TensorFlow runs an op.
+
+    Example:
+    >>> prefer_training_defaults()
+    >>> cpu_allocator() in CPU_ALLOCATORS
+    True
+    """
+    prefer_caching_allocator()
+    prefer_lean_xla_compilation()
 
 
 @functools.lru_cache(maxsize=None)

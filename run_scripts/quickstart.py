@@ -66,8 +66,7 @@ def _corpus_files(output_dir):
 
 def main(argv):
     del argv
-    host_allocator.prefer_caching_allocator()
-    host_allocator.prefer_lean_xla_compilation()
+    host_allocator.prefer_training_defaults()
     output_dir = os.path.abspath(FLAGS.output_dir)
     logging.info("Writing everything under %s", output_dir)
     started = time.time()

@@ -109,8 +109,7 @@ def _glue_task(task, options, tokenizer):
 
 def main(argv):
     del argv
-    host_allocator.prefer_caching_allocator()
-    host_allocator.prefer_lean_xla_compilation()
+    host_allocator.prefer_training_defaults()
     task = glue.get_task(FLAGS.task_name)
     options = _options(task)
     tokenizer = finetuning_flags.tokenizer_from_flags()

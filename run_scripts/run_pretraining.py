@@ -57,8 +57,7 @@ flags.mark_flags_as_required(["input_file", "output_dir"])
 
 def main(argv):
     del argv
-    host_allocator.prefer_caching_allocator()
-    host_allocator.prefer_lean_xla_compilation()
+    host_allocator.prefer_training_defaults()
     if not FLAGS.do_train and not FLAGS.do_eval:
         raise app.UsageError("At least one of --do_train or --do_eval must be set.")
     config = load_config(FLAGS.albert_config_file, FLAGS.preset)

@@ -230,8 +230,7 @@ def _squad_task(options, tokenizer):
 
 def main(argv):
     del argv
-    host_allocator.prefer_caching_allocator()
-    host_allocator.prefer_lean_xla_compilation()
+    host_allocator.prefer_training_defaults()
     options = finetuning_flags.finetuning_options()
     _check_flags(options)
     tokenizer = finetuning_flags.tokenizer_from_flags()
