@@ -36,49 +36,56 @@ def _resident_bytes():
         return int(statm.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
 
 
-@pytest.mark.skipif(platform.libc_ver()[0] != "glibc" or not os.path.exists("/proc/self/statm"),
-                    reason="malloc_trim and /proc are glibc and Linux facilities")
-def test_release_free_heap_returns_fragmented_free_pages():
+needs_glibc_and_procfs = pytest.mark.skipif(
+    platform.libc_ver()[0] != "glibc" or not os.path.exists("/proc/self/statm"),
+    reason="malloc_trim and /proc are glibc and Linux facilities")
+KEEP_EVERY = 64
+
+
+def _touched_chunks(count=40_000, chunk_bytes=4096):
+    """libc and `count` malloc'd chunks, every page written (about 160 MB resident)."""
     libc = ctypes.CDLL(None)
     libc.malloc.restype = ctypes.c_void_p
     libc.free.argtypes = [ctypes.c_void_p]
-    chunk_bytes, keep_every = 4096, 64
-    chunks = [libc.malloc(chunk_bytes) for _ in range(40_000)]
+    chunks = [libc.malloc(chunk_bytes) for _ in range(count)]
     for chunk in chunks:
         ctypes.memset(chunk, 1, chunk_bytes)
-    # Every 64th chunk stays allocated, so free() alone cannot shrink the heap: only a trim returns the gaps.
+    return libc, chunks
+
+
+def _fragment(libc, chunks):
+    """Frees all but every KEEP_EVERY-th chunk, so free() alone cannot shrink the heap: only a trim returns the gaps."""
     for index, chunk in enumerate(chunks):
-        if index % keep_every:
+        if index % KEEP_EVERY:
             libc.free(chunk)
+
+
+def _free_the_rest(libc, chunks):
+    for chunk in chunks[::KEEP_EVERY]:
+        libc.free(chunk)
+
+
+@needs_glibc_and_procfs
+def test_release_free_heap_returns_fragmented_free_pages():
+    libc, chunks = _touched_chunks()
+    _fragment(libc, chunks)
     before = _resident_bytes()
     assert host_allocator.release_free_heap()
     released = before - _resident_bytes()
-    for chunk in chunks[::keep_every]:
-        libc.free(chunk)
+    _free_the_rest(libc, chunks)
     assert released > 100e6
 
 
-@pytest.mark.skipif(platform.libc_ver()[0] != "glibc" or not os.path.exists("/proc/self/statm"),
-                    reason="malloc_trim and /proc are glibc and Linux facilities")
+@needs_glibc_and_procfs
 def test_releasing_free_heap_hands_pages_back_while_the_block_runs():
-    libc = ctypes.CDLL(None)
-    libc.malloc.restype = ctypes.c_void_p
-    libc.free.argtypes = [ctypes.c_void_p]
-    chunk_bytes, keep_every = 4096, 64
     threads_before = threading.active_count()
     with host_allocator.releasing_free_heap(interval_seconds=0.05):
-        chunks = [libc.malloc(chunk_bytes) for _ in range(40_000)]
-        for chunk in chunks:
-            ctypes.memset(chunk, 1, chunk_bytes)
+        libc, chunks = _touched_chunks()
         allocated = _resident_bytes()
-        # free() alone cannot shrink this heap (every 64th chunk stays): only the thread's trims return the gaps.
-        for index, chunk in enumerate(chunks):
-            if index % keep_every:
-                libc.free(chunk)
+        _fragment(libc, chunks)
         time.sleep(1.0)
         released = allocated - _resident_bytes()
-    for chunk in chunks[::keep_every]:
-        libc.free(chunk)
+    _free_the_rest(libc, chunks)
     assert released > 100e6
     assert threading.active_count() == threads_before
 
