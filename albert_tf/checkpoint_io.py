@@ -8,8 +8,10 @@ Formats
   under `module/`, config and SentencePiece model in `assets/`). Optimizer slots (`*/adam_m`,
   `*/adam_v`) are ignored by name; `global_step` is read as the step.
 - `hf`: a Hugging Face directory with `model.safetensors` (or a sharded index) and
-  `config.json`, in `AlbertForPreTraining` names (see hf_names.py). Never unpickled: a directory
-  with only `pytorch_model.bin` is an error.
+  `config.json`, in `AlbertForPreTraining` names, with the task heads of
+  AlbertForSequenceClassification, AlbertForMultipleChoice and AlbertForQuestionAnswering (see
+  hf_names.py); the architecture written is the model's (`hf_architecture`). Never unpickled: a
+  directory with only `pytorch_model.bin` is an error.
 - `native`: a tf.train.Checkpoint whose `model` attribute is the model, as the training loop
   writes it; everything outside `model` (optimizer, counters) is not a weight and is not read,
   except a root `step`/`global_step` variable (or the optimizer's iterations) as the step.
@@ -65,6 +67,7 @@ from albert_tf.tf1_names import (PRETRAINING_HEAD_SCOPES, group0_candidates, mod
 logger = logging.getLogger(__name__)
 
 FORMATS = ("tf1", "hf", "native")
+MODEL_HEADS = ("auto", "encoder", "pretraining", "classifier", "multiple_choice", "squad")
 OPTIMIZER_SLOT_SUFFIXES = ("/adam_m", "/adam_v")
 GLOBAL_STEP_NAME = "global_step"
 HUB_MODULE_SCOPE = "module/"
@@ -269,6 +272,7 @@ class CheckpointContents:
     config: Optional[AlbertConfig] = None
     config_source: Optional[str] = None
     file_names: Dict[str, str] = dataclasses.field(default_factory=dict)
+    hf_architectures: Tuple[str, ...] = ()
 
     @property
     def format(self):
@@ -324,7 +328,8 @@ def _read_hf(location):
             state.update(_read_safetensors(os.path.join(directory, shard)))
     arrays, file_names, config = hf_names.hf_to_tf1(state, hf_config, source=directory)
     return CheckpointContents(location, {name: array.shape for name, array in arrays.items()}, arrays.__getitem__,
-                              config=config, config_source=config_path, file_names=file_names)
+                              config=config, config_source=config_path, file_names=file_names,
+                              hf_architectures=tuple(hf_config.get("architectures") or ()))
 
 
 def _object_graph(reader):
@@ -526,7 +531,8 @@ def _mismatch_message(names, contents, config, missing, unexpected, mismatched, 
                      "(--allow_missing_heads) starts them from a fresh initialisation.")
     if unexpected and not drop_unused_heads and all(map(is_head_variable, unexpected)):
         lines.append("Only head variables are unexpected: drop_unused_heads (--drop_unused_heads) leaves them "
-                     "out, e.g. to take the encoder of a fine-tuned checkpoint.")
+                     "out, e.g. to take the encoder of a fine-tuned checkpoint; to keep a fine-tuned head, "
+                     "load into its task model (convert_checkpoint's --head).")
     return "\n".join(lines)
 
 
@@ -636,23 +642,37 @@ def _write_tf1(arrays, prefix, global_step):
             return saver.save(session, prefix, write_meta_graph=False)
 
 
-def _architectures(model):
-    from albert_tf.pretrainer import AlbertPretrainer
+def hf_architecture(model) -> str:
+    """The transformers class that runs `model`: its task head's, or AlbertModel.
 
-    return ["AlbertForPreTraining"] if isinstance(model, AlbertPretrainer) else ["AlbertModel"]
+    The SQuAD v2 model has none (its head is the original's, not AlbertForQuestionAnswering's): it is
+    written as AlbertModel, its head under the TF1 names.
+    """
+    from albert_tf.classifier import AlbertClassifier
+    from albert_tf.multiple_choice import AlbertMultipleChoice
+    from albert_tf.pretrainer import AlbertPretrainer
+    from albert_tf.span_predictor import AlbertSpanPredictor
+
+    architectures = ((AlbertPretrainer, "AlbertForPreTraining"), (AlbertClassifier, "AlbertForSequenceClassification"),
+                     (AlbertMultipleChoice, "AlbertForMultipleChoice"),
+                     (AlbertSpanPredictor, "AlbertForQuestionAnswering"))
+    return next((name for model_class, name in architectures if isinstance(model, model_class)), "AlbertModel")
 
 
 def _write_hf(model, arrays, directory):
     from safetensors.numpy import save
 
     config = _model_config(model)
-    state = hf_names.tf1_to_hf(arrays, config)
+    architecture = hf_architecture(model)
+    state = hf_names.tf1_to_hf(arrays, config, architecture)
+    hf_config = hf_names.hf_config_from_albert(
+        config, [architecture], num_labels=getattr(model, "num_labels", None),
+        classifier_dropout_prob=getattr(model, "dropout_rate", hf_names.HF_CLASSIFIER_DROPOUT))
     tf.io.gfile.makedirs(directory)
     with tf.io.gfile.GFile(os.path.join(directory, HF_WEIGHTS_NAME), "wb") as handle:
         handle.write(save(state, metadata={"format": "pt"}))
     with tf.io.gfile.GFile(os.path.join(directory, HF_CONFIG_NAME), "w") as handle:
-        handle.write(json.dumps(hf_names.hf_config_from_albert(config, _architectures(model)), indent=2,
-                                sort_keys=True) + "\n")
+        handle.write(json.dumps(hf_config, indent=2, sort_keys=True) + "\n")
     return directory
 
 
@@ -735,10 +755,44 @@ def save_checkpoint_directory(model, output_dir, format, global_step=None, vocab
     return output_dir
 
 
-def model_for_checkpoint(contents: CheckpointContents, config: AlbertConfig):
-    """An AlbertPretrainer when the checkpoint has pretraining heads, else an AlbertEncoder."""
-    from albert_tf.encoder import AlbertEncoder
-    from albert_tf.pretrainer import AlbertPretrainer
+_HEAD_OF_HF_ARCHITECTURE = {"AlbertForPreTraining": "pretraining", "AlbertForSequenceClassification": "classifier",
+                            "AlbertForMultipleChoice": "multiple_choice", "AlbertForQuestionAnswering": "squad"}
 
+
+def _auto_head(contents):
+    for architecture in contents.hf_architectures:
+        if architecture in _HEAD_OF_HF_ARCHITECTURE and architecture != "AlbertForPreTraining":
+            return _HEAD_OF_HF_ARCHITECTURE[architecture]
     has_heads = any(name.startswith(PRETRAINING_HEAD_SCOPES) for name in contents.shapes)
-    return AlbertPretrainer(config) if has_heads else AlbertEncoder(config)
+    return "pretraining" if has_heads else "encoder"
+
+
+def model_for_checkpoint(contents: CheckpointContents, config: AlbertConfig, head: str = "auto"):
+    """The model whose variables `contents` holds, by `head` (one of MODEL_HEADS).
+
+    - "auto": the task model of the transformers architecture a Hugging Face config.json names; else
+      an AlbertPretrainer when the checkpoint has pretraining heads, else an AlbertEncoder. A
+      fine-tuned TF1 checkpoint's `output_weights` may be run_classifier's or run_race's: name it.
+    - "classifier": AlbertClassifier, with as many labels as `output_weights` has rows.
+    - "multiple_choice": AlbertMultipleChoice (run_race's head); "squad": AlbertSpanPredictor (the
+      v1 head `cls/squad/*`); "pretraining": AlbertPretrainer; "encoder": AlbertEncoder.
+    """
+    from albert_tf.classifier import AlbertClassifier
+    from albert_tf.encoder import AlbertEncoder
+    from albert_tf.multiple_choice import AlbertMultipleChoice
+    from albert_tf.pretrainer import AlbertPretrainer
+    from albert_tf.span_predictor import AlbertSpanPredictor
+
+    if head not in MODEL_HEADS:
+        raise ValueError(f"Unknown model head {head!r}; allowed: {', '.join(MODEL_HEADS)}.")
+    if head == "auto":
+        head = _auto_head(contents)
+    if head == "classifier":
+        shape = contents.shapes.get("output_weights")
+        if shape is None or len(shape) != 2:
+            raise ValueError(f"{contents.location.path} has no classifier head (output_weights [num_labels, H]) "
+                             f"to size an AlbertClassifier from.")
+        return AlbertClassifier(config, num_labels=shape[0])
+    models = {"multiple_choice": AlbertMultipleChoice, "squad": AlbertSpanPredictor, "pretraining": AlbertPretrainer,
+              "encoder": AlbertEncoder}
+    return models[head](config)

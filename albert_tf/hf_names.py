@@ -19,7 +19,13 @@ whole story: checkpoint_io reads and writes the files.
   it, and `albert_tf_share_type` / `albert_tf_num_hidden_groups` recorded in config.json. HF
   then runs it as an unshared model with identical outputs; reading it back folds the copies
   into one variable and requires them to be bit-identical.
-- Names outside ALBERT's own (fine-tuning heads) keep their TF1 name as the HF key.
+- Task heads map by the architecture config.json names: `classifier.*` of
+  AlbertForSequenceClassification and AlbertForMultipleChoice is run_classifier's and run_race's
+  `output_weights` / `output_bias`, and `qa_outputs.*` of AlbertForQuestionAnswering is the SQuAD
+  v1 head `cls/squad/output_weights` / `output_bias`. Both sides store them [outputs, H] (torch's
+  [out, in] is the original's layout here), so nothing is transposed. AlbertForTokenClassification
+  also names its per-token head `classifier`, which is why the names alone do not decide.
+- Other names outside ALBERT's own (the SQuAD v2 head, unknown keys) keep their TF1 name as the HF key.
 """
 
 import re
@@ -34,6 +40,7 @@ from albert_tf.tf1_names import half_variable_name, parse_half_name
 SHARE_TYPE_KEY = "albert_tf_share_type"
 NUM_HIDDEN_GROUPS_KEY = "albert_tf_num_hidden_groups"
 LAYER_NORM_EPSILON = 1e-12
+HF_CLASSIFIER_DROPOUT = 0.1
 
 # HF name -> (TF1 name, transposed).
 _GLOBAL_NAMES = {
@@ -74,6 +81,13 @@ _BLOCK_PARTS = {
     "ffn_output.bias": ("ffn", "intermediate/output/dense/bias", False),
     "full_layer_layer_norm.weight": ("ffn", "LayerNorm_1/gamma", False),
     "full_layer_layer_norm.bias": ("ffn", "LayerNorm_1/beta", False),
+}
+# HF architecture -> {HF head name: TF1 head name}.
+_TASK_HEADS = {
+    "AlbertForSequenceClassification": {"classifier.weight": "output_weights", "classifier.bias": "output_bias"},
+    "AlbertForMultipleChoice": {"classifier.weight": "output_weights", "classifier.bias": "output_bias"},
+    "AlbertForQuestionAnswering": {"qa_outputs.weight": "cls/squad/output_weights",
+                                   "qa_outputs.bias": "cls/squad/output_bias"},
 }
 _BLOCK_NAME = re.compile(r"^albert\.encoder\.albert_layer_groups\.(\d+)\.albert_layers\.(\d+)\.(.+)$")
 _MAPPING_IN = "albert.encoder.embedding_hidden_mapping_in"
@@ -156,15 +170,23 @@ def albert_config_from_hf(values: dict, source="config.json") -> AlbertConfig:
     return AlbertConfig.from_dict(fields, source=source)
 
 
-def hf_config_from_albert(config: AlbertConfig, architectures) -> dict:
-    """The config.json dict for `config`, in the layout `uses_plain_layout` picks."""
+def hf_config_from_albert(config: AlbertConfig, architectures, num_labels=None,
+                          classifier_dropout_prob=HF_CLASSIFIER_DROPOUT) -> dict:
+    """The config.json dict for `config`, in the layout `uses_plain_layout` picks.
+
+    `num_labels` writes transformers' label maps, from which it sizes AlbertForSequenceClassification's
+    head (without them it assumes two labels).
+    """
     values = {name: getattr(config, name) for name in _COPIED_FIELDS}
     values.update(
         architectures=list(architectures), model_type="albert",
         hidden_act="gelu_new" if config.hidden_act in ("gelu", "gelu_new") else config.hidden_act,
         num_hidden_groups=config.num_hidden_groups, layer_norm_eps=LAYER_NORM_EPSILON,
-        classifier_dropout_prob=0.1, pad_token_id=0, bos_token_id=2, eos_token_id=3, tie_word_embeddings=True,
-        down_scale_factor=config.down_scale_factor)
+        classifier_dropout_prob=classifier_dropout_prob, pad_token_id=0, bos_token_id=2, eos_token_id=3,
+        tie_word_embeddings=True, down_scale_factor=config.down_scale_factor)
+    if num_labels is not None:
+        values.update(id2label={str(label): f"LABEL_{label}" for label in range(num_labels)},
+                      label2id={f"LABEL_{label}": label for label in range(num_labels)})
     values.update(config.extra_keys)
     if not uses_plain_layout(config):
         values.update({"num_hidden_groups": config.num_hidden_layers, SHARE_TYPE_KEY: config.share_type,
@@ -173,6 +195,21 @@ def hf_config_from_albert(config: AlbertConfig, architectures) -> dict:
 
 
 # ---- weights -----------------------------------------------------------------------------------
+
+def task_head_names(architectures) -> Dict[str, str]:
+    """HF head name -> TF1 name, for the task heads of the architectures a config.json lists.
+
+    Example:
+    >>> task_head_names(["AlbertForQuestionAnswering"])["qa_outputs.weight"]
+    'cls/squad/output_weights'
+    >>> task_head_names(["AlbertForTokenClassification"])
+    {}
+    """
+    names = {}
+    for architecture in architectures:
+        names.update(_TASK_HEADS.get(architecture, {}))
+    return names
+
 
 def _hf_block_name(group, inner, part):
     return f"albert.encoder.albert_layer_groups.{group}.albert_layers.{inner}.{part}"
@@ -193,8 +230,10 @@ def _block_halves(config):
             for block in plan.blocks}
 
 
-def tf1_to_hf(arrays: Dict[str, np.ndarray], config: AlbertConfig) -> Dict[str, np.ndarray]:
+def tf1_to_hf(arrays: Dict[str, np.ndarray], config: AlbertConfig, architecture=None) -> Dict[str, np.ndarray]:
     """TF1-named arrays of a model with `config` -> the HF state dict (tied decoder left out).
+
+    `architecture` (e.g. "AlbertForSequenceClassification") gives the task head's HF names.
 
     Example:
     >>> config = AlbertConfig(vocab_size=10, hidden_size=4, embedding_size=4, num_hidden_layers=1,
@@ -203,6 +242,7 @@ def tf1_to_hf(arrays: Dict[str, np.ndarray], config: AlbertConfig) -> Dict[str, 
     >>> sorted(state)[:2]
     ['albert.encoder.embedding_hidden_mapping_in.bias', 'albert.encoder.embedding_hidden_mapping_in.weight']
     """
+    head_names = {tf1_name: hf_name for hf_name, tf1_name in _TASK_HEADS.get(architecture, {}).items()}
     state = {}
     block_names = set()
     for (hf_group, inner), halves in _block_halves(config).items():
@@ -221,7 +261,7 @@ def tf1_to_hf(arrays: Dict[str, np.ndarray], config: AlbertConfig) -> Dict[str, 
             raise HfConversionError(f"{name} is not part of the block layout of {config}; it cannot be written "
                                     f"to Hugging Face names.")
         else:
-            state[name] = array
+            state[head_names.get(name, name)] = array
     if config.embedding_size == config.hidden_size:
         state[f"{_MAPPING_IN}.weight"] = np.eye(config.hidden_size, dtype=np.float32)
         state[f"{_MAPPING_IN}.bias"] = np.zeros(config.hidden_size, np.float32)
@@ -267,8 +307,9 @@ def hf_to_tf1(state: Dict[str, np.ndarray], hf_config: dict, source="model.safet
               ) -> Tuple[Dict[str, np.ndarray], Dict[str, str], AlbertConfig]:
     """An HF state dict and its config.json dict -> (TF1-named arrays, TF1 name -> HF name, config).
 
-    Names that are not ALBERT's (fine-tuning heads, unknown keys) pass through under their HF
-    name, for the caller to match or report.
+    The task heads of the architecture config.json names are renamed; other names that are not
+    ALBERT's (unknown heads and keys) pass through under their HF name, for the caller to match
+    or report.
     """
     config = albert_config_from_hf(hf_config, source=f"the config.json of {source}")
     state = _add_base_model_prefix(state)
@@ -285,6 +326,7 @@ def hf_to_tf1(state: Dict[str, np.ndarray], hf_config: dict, source="model.safet
             f"and the original's int(i / L * G) give different groups at layers "
             f"{formula_disagreements(layers, hf_groups)}, so this model has no exact ALBERT equivalent.")
     halves = _block_halves(config) if expanded else None
+    head_names = task_head_names(hf_config.get("architectures") or ())
 
     arrays, hf_names = {}, {}
     for hf_name, array in state.items():
@@ -303,6 +345,8 @@ def hf_to_tf1(state: Dict[str, np.ndarray], hf_config: dict, source="model.safet
             else:
                 key = halves[(hf_group, inner)][kind] if expanded else (hf_group, inner, 1)
                 tf1_name = half_variable_name(kind, *key, suffix)
+        elif hf_name in head_names:
+            tf1_name, transposed = head_names[hf_name], False
         else:
             tf1_name, transposed = hf_name, False
         value = _convert(array, transposed)

@@ -5,7 +5,10 @@
     # A Hugging Face download -> this project's tf.train checkpoint:
     python -m run_scripts.convert_checkpoint --input=albert-base-v2 --output=albert_base_native \
         --output_format=native --allow_missing_heads
-    # The encoder of a fine-tuned run_glue checkpoint -> Hugging Face (the classifier head is left out):
+    # A fine-tuned run_glue checkpoint -> Hugging Face AlbertForSequenceClassification:
+    python -m run_scripts.convert_checkpoint --input=runs/mnli --output=mnli_hf --output_format=hf \
+        --head=classifier
+    # Its encoder alone (the classifier head is left out):
     python -m run_scripts.convert_checkpoint --input=runs/mnli --output=mnli_encoder_hf --output_format=hf \
         --drop_unused_heads
 
@@ -32,6 +35,10 @@ flags.DEFINE_string("output", None, "New (or empty) directory to write.")
 flags.DEFINE_enum("output_format", None, list(checkpoint_io.FORMATS), "Format to write.")
 flags.DEFINE_string("albert_config_file", None, "albert_config.json, when the input has none or to override it.")
 flags.DEFINE_string("preset", None, "A named preset (e.g. albert-base), instead of --albert_config_file.")
+flags.DEFINE_enum("head", "auto", list(checkpoint_io.MODEL_HEADS),
+                  "The model to convert: auto (the task model a Hugging Face config.json names, else the "
+                  "pretraining model when the input has its heads, else the encoder), or classifier (run_glue), "
+                  "multiple_choice (run_race), squad (run_squad's v1 head), pretraining, encoder.")
 flags.DEFINE_boolean("allow_missing_heads", False,
                      "Let head variables (outside bert/) that the input lacks start from a fresh initialisation, "
                      "e.g. the SOP head of a Hugging Face AlbertForMaskedLM download.")
@@ -55,7 +62,7 @@ def main(argv):
         else:
             raise ValueError(f"No config found with {FLAGS.input} (no albert_config.json beside it or in assets/, "
                              f"no config.json); pass --albert_config_file or --preset.")
-        model = checkpoint_io.model_for_checkpoint(contents, config)
+        model = checkpoint_io.model_for_checkpoint(contents, config, FLAGS.head)
         result = checkpoint_io.load_weights(model, contents, allow_missing_heads=FLAGS.allow_missing_heads,
                                             init_from_group0=FLAGS.init_from_group0,
                                             drop_unused_heads=FLAGS.drop_unused_heads)

@@ -569,6 +569,53 @@ def test_convert_script_takes_the_encoder_of_a_fine_tuned_checkpoint(tmp_path):
     assert_same_variables(encoder_variable_values(classifier), variable_values(encoder))
 
 
+def test_convert_script_keeps_a_fine_tuned_classifier_between_formats(tmp_path):
+    config = tiny_config()
+    classifier = randomize(AlbertClassifier(config, num_labels=3))
+    save_weights(classifier, str(tmp_path / "hf"), format="hf")
+    to_tf1 = _convert(f"--input={tmp_path / 'hf'}", f"--output={tmp_path / 'tf1'}", "--output_format=tf1")
+    assert to_tf1.returncode == 0, to_tf1.stderr
+    reader = tf.train.load_checkpoint(str(tmp_path / "tf1"))
+    np.testing.assert_array_equal(reader.get_tensor("output_weights"), classifier.head.output_weights.numpy())
+
+    ambiguous = _convert(f"--input={tmp_path / 'tf1'}", f"--output={tmp_path / 'refused'}", "--output_format=hf")
+    assert ambiguous.returncode == 1 and "--head" in ambiguous.stderr
+    back = _convert(f"--input={tmp_path / 'tf1'}", f"--output={tmp_path / 'hf_again'}", "--output_format=hf",
+                    "--head=classifier")
+    assert back.returncode == 0, back.stderr
+    written = json.loads((tmp_path / "hf_again" / "config.json").read_text())
+    assert written["architectures"] == ["AlbertForSequenceClassification"] and len(written["id2label"]) == 3
+    loaded = AlbertClassifier(config, num_labels=3)
+    load_weights(loaded, str(tmp_path / "hf_again"))
+    assert_same_variables(variable_values(classifier), variable_values(loaded))
+
+
+def test_model_for_checkpoint_follows_the_hf_architecture(tmp_path):
+    from albert_tf import AlbertMultipleChoice, AlbertSpanPredictor
+
+    config = tiny_config()
+    for model, expected in ((AlbertMultipleChoice(config), AlbertMultipleChoice),
+                            (AlbertSpanPredictor(config), AlbertSpanPredictor), (AlbertEncoder(config), AlbertEncoder)):
+        directory = str(tmp_path / expected.__name__)
+        save_weights(model, directory, format="hf")
+        contents = checkpoint_io.read_checkpoint(directory)
+        assert type(checkpoint_io.model_for_checkpoint(contents, config)) is expected
+    encoder_contents = checkpoint_io.read_checkpoint(str(tmp_path / "AlbertEncoder"))
+    with pytest.raises(ValueError, match="has no classifier head .output_weights"):
+        checkpoint_io.model_for_checkpoint(encoder_contents, config, head="classifier")
+    with pytest.raises(ValueError, match="Unknown model head 'token'"):
+        checkpoint_io.model_for_checkpoint(encoder_contents, config, head="token")
+
+
+def test_token_classification_head_is_not_taken_for_a_sequence_classifier():
+    config = tiny_config()
+    state = hf_names.tf1_to_hf(variable_values(randomize(AlbertClassifier(config, num_labels=3))), config,
+                               "AlbertForSequenceClassification")
+    hf_config = hf_names.hf_config_from_albert(config, ["AlbertForTokenClassification"])
+    arrays, _, _ = hf_names.hf_to_tf1(state, hf_config)
+    assert "classifier.weight" in arrays and "output_weights" not in arrays
+
+
 def test_convert_script_fails_with_a_listing(tmp_path):
     config = tiny_config()
     weights = random_original_weights(config)

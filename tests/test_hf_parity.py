@@ -5,7 +5,8 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from albert_tf import AlbertEncoder, AlbertPretrainer, load_weights, save_weights
+from albert_tf import (AlbertClassifier, AlbertEncoder, AlbertMultipleChoice, AlbertPretrainer, AlbertSpanPredictor,
+                       load_weights, save_weights)
 from albert_tf.tf1_names import model_variable_map
 from tests.test_checkpoint_io import randomize, tiny_config
 
@@ -99,10 +100,10 @@ def test_encoder_export_loads_as_albert_model(tmp_path):
     np.testing.assert_allclose(pooled.numpy(), expected.numpy(), atol=TOLERANCE)
 
 
-def hf_random_model(config_values, seed=0):
+def hf_random_model(config_values, seed=0, architecture="AlbertForPreTraining"):
     """A transformers model with random weights on the same scales as `randomize` (torch Linear
     weights are [out, in])."""
-    hf_model = transformers.AlbertForPreTraining(transformers.AlbertConfig(**config_values))
+    hf_model = getattr(transformers, architecture)(transformers.AlbertConfig(**config_values))
     rng = np.random.default_rng(seed)
     with torch.no_grad():
         for name, parameter in hf_model.named_parameters():
@@ -135,3 +136,81 @@ def test_transformers_weights_load_into_ours(tmp_path, groups):
     assert result.format == "hf" and result.num_loaded == len(model_variable_map(model))
     inputs = padded_inputs(seed=1)
     assert_parity(theirs(hf_model, inputs), ours(model, inputs), inputs["input_mask"])
+
+
+# ---- task heads -----------------------------------------------------------------------------------
+
+TASK_MODELS = {
+    "AlbertForSequenceClassification": lambda config: AlbertClassifier(config, num_labels=3),
+    "AlbertForMultipleChoice": lambda config: AlbertMultipleChoice(config, num_choices=2),
+    "AlbertForQuestionAnswering": AlbertSpanPredictor,
+}
+TASK_HF_CONFIG = dict(vocab_size=60, embedding_size=8, hidden_size=16, num_hidden_layers=4, num_attention_heads=2,
+                      intermediate_size=32, max_position_embeddings=24, hidden_act="gelu_new", initializer_range=0.2)
+# AlbertForQuestionAnswering's qa_outputs has num_labels rows: start and end.
+TASK_NUM_LABELS = {"AlbertForSequenceClassification": 3, "AlbertForMultipleChoice": 3, "AlbertForQuestionAnswering": 2}
+
+
+def task_inputs(architecture):
+    """padded_inputs, with two choices per example for multiple choice ([batch, choices, seq])."""
+    names = ("input_word_ids", "input_mask", "input_type_ids")
+    inputs = {name: padded_inputs(seed=2)[name] for name in names}
+    if architecture == "AlbertForMultipleChoice":
+        other = padded_inputs(seed=3)
+        inputs = {name: np.stack([inputs[name], other[name]], axis=1) for name in names}
+    return inputs
+
+
+def task_outputs_of_ours(model, inputs):
+    outputs = model({name: tf.constant(value) for name, value in inputs.items()})
+    if isinstance(outputs, dict):
+        return np.stack([outputs["start_logits"].numpy(), outputs["end_logits"].numpy()])
+    return outputs.numpy()
+
+
+def task_outputs_of_theirs(hf_model, inputs):
+    hf_model.eval()
+    with torch.no_grad():
+        outputs = hf_model(input_ids=torch.tensor(inputs["input_word_ids"], dtype=torch.long),
+                           attention_mask=torch.tensor(inputs["input_mask"], dtype=torch.long),
+                           token_type_ids=torch.tensor(inputs["input_type_ids"], dtype=torch.long))
+    if hasattr(outputs, "start_logits"):
+        return np.stack([outputs.start_logits.numpy(), outputs.end_logits.numpy()])
+    return outputs.logits.numpy()
+
+
+def assert_task_parity(expected, actual, architecture, mask):
+    if architecture == "AlbertForQuestionAnswering":
+        real = mask.astype(bool)
+        expected, actual = expected[:, real], actual[:, real]
+    np.testing.assert_allclose(actual, expected, atol=TOLERANCE)
+
+
+@pytest.mark.parametrize("architecture", sorted(TASK_MODELS))
+def test_task_model_export_runs_identically_in_transformers(tmp_path, architecture):
+    model = randomize(TASK_MODELS[architecture](tiny_config()))
+    save_weights(model, str(tmp_path), format="hf")
+    assert json.loads((tmp_path / "config.json").read_text())["architectures"] == [architecture]
+    hf_model, info = getattr(transformers, architecture).from_pretrained(str(tmp_path), output_loading_info=True)
+    assert not info["missing_keys"] and not info["mismatched_keys"], info
+    # AlbertForQuestionAnswering has no pooler; the span predictor's is written all the same.
+    assert all(key.startswith("albert.pooler.") for key in info["unexpected_keys"]), info
+    assert bool(info["unexpected_keys"]) == (architecture == "AlbertForQuestionAnswering")
+    inputs = task_inputs(architecture)
+    assert_task_parity(task_outputs_of_theirs(hf_model, inputs), task_outputs_of_ours(model, inputs), architecture,
+                       padded_inputs(seed=2)["input_mask"])
+
+
+@pytest.mark.parametrize("architecture", sorted(TASK_MODELS))
+def test_transformers_task_model_loads_into_ours(tmp_path, architecture):
+    hf_model = hf_random_model(dict(TASK_HF_CONFIG, num_labels=TASK_NUM_LABELS[architecture]), seed=4,
+                               architecture=architecture)
+    hf_model.save_pretrained(str(tmp_path), safe_serialization=True)
+    model = TASK_MODELS[architecture](tiny_config())
+    # transformers saves AlbertForQuestionAnswering without a pooler, which the span predictor does not use.
+    result = load_weights(model, str(tmp_path), allow_missing_heads=architecture == "AlbertForQuestionAnswering")
+    assert result.format == "hf"
+    assert result.num_loaded == len(model_variable_map(model)) - 2 * (architecture == "AlbertForQuestionAnswering")
+    inputs = task_inputs(architecture)
+    assert_task_parity(task_outputs_of_theirs(hf_model, inputs), task_outputs_of_ours(model, inputs), architecture,
+                       padded_inputs(seed=2)["input_mask"])
