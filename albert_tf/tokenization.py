@@ -14,10 +14,13 @@ models ship a WordPiece vocabulary (`vocab_chinese.txt`). Both modes reproduce g
 """
 
 import collections
+import logging
 import unicodedata
 from typing import Dict, List, Optional, Sequence
 
 import sentencepiece as spm
+
+logger = logging.getLogger(__name__)
 
 SPIECE_UNDERLINE = "▁"
 WORDPIECE_PREFIX = "##"
@@ -81,11 +84,15 @@ def load_wordpiece_vocab(vocab_file: str) -> Dict[str, int]:
     A repeated token keeps its first id and does not use up an id, so ids follow first occurrences.
     """
     vocab: Dict[str, int] = collections.OrderedDict()
-    with open(vocab_file, "r", encoding="utf-8") as reader:
-        for line in reader:
-            token = line.strip().split()[0] if line.strip() else " "
-            if token not in vocab:
-                vocab[token] = len(vocab)
+    with open(vocab_file, "rb") as reader:
+        # As the original's tf.gfile reader: only "\n" ends a line, and every "\r" is dropped.
+        lines = reader.read().replace(b"\r", b"").decode("utf-8").split("\n")
+    if not lines[-1]:
+        lines.pop()
+    for line in lines:
+        token = line.strip().split()[0] if line.strip() else " "
+        if token not in vocab:
+            vocab[token] = len(vocab)
     if not vocab:
         raise ValueError(f"WordPiece vocabulary {vocab_file!r} is empty.")
     return vocab
@@ -94,8 +101,8 @@ def load_wordpiece_vocab(vocab_file: str) -> Dict[str, int]:
 class AlbertTokenizer:
     """Text to ALBERT token ids, as google-research/albert tokenizes it.
 
-    Give exactly one of `spm_model_file` (SentencePiece, the English models) or `vocab_file` (WordPiece,
-    the Chinese models). `tokenize` normalises its input first, as every caller of the original does
+    Give `spm_model_file` (SentencePiece, the English models) or `vocab_file` (WordPiece, the Chinese
+    models); given both, the SentencePiece model is used, as in the original. `tokenize` normalises its input first, as every caller of the original does
     (`preprocess_text(text, lower=do_lower_case)` before `encode_pieces`).
 
     Any SentencePiece model works here; `check_special_ids` tells whether a model has the special ids that
@@ -112,9 +119,14 @@ class AlbertTokenizer:
 
     def __init__(self, spm_model_file: Optional[str] = None, vocab_file: Optional[str] = None,
                  do_lower_case: bool = True):
-        if (spm_model_file is None) == (vocab_file is None):
-            raise ValueError("AlbertTokenizer needs exactly one of spm_model_file (SentencePiece) and vocab_file "
-                             f"(WordPiece); got spm_model_file={spm_model_file!r}, vocab_file={vocab_file!r}.")
+        if spm_model_file is None and vocab_file is None:
+            raise ValueError("AlbertTokenizer needs spm_model_file (SentencePiece) or vocab_file (WordPiece); got "
+                             "neither.")
+        if spm_model_file is not None and vocab_file is not None:
+            # The original's FullTokenizer takes both (its scripts pass 30k-clean.vocab with 30k-clean.model)
+            # and then reads only the SentencePiece model.
+            logger.info("Tokenizing with %s; the WordPiece vocab_file %s is not used.", spm_model_file, vocab_file)
+            vocab_file = None
         self.spm_model_file = spm_model_file
         self.vocab_file = vocab_file
         self.do_lower_case = do_lower_case

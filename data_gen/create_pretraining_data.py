@@ -219,9 +219,10 @@ class _BlockReader:
         return documents
 
     def _read_text(self, data: bytes, documents: list, stats: collections.Counter) -> None:
-        # Universal newlines, as the original's text-mode reader: "\r\n", "\r" and "\n" all end a line.
+        # As the original's tf.gfile reader: only "\n" ends a line and every "\r" is dropped, so "\r\n" and
+        # "\r\r\n" endings read as "\n" and a bare "\r" joins the text around it.
         document: List[List[int]] = []
-        for raw_line in _split_lines(data.replace(b"\r\n", b"\n").replace(b"\r", b"\n")):
+        for raw_line in _split_lines(data.replace(b"\r", b"")):
             sentence = self.tokenizer.normalize(_decode(raw_line, stats))
             if not sentence:
                 if document:

@@ -51,8 +51,8 @@ def main(argv):
     if FLAGS.do_permutation:
         raise app.UsageError("--do_permutation=true is not supported: the original's permutation mode was an "
                              "unused experiment.")
-    if bool(FLAGS.spm_model_file) == bool(FLAGS.vocab_file):
-        raise app.UsageError("Give exactly one of --spm_model_file and --vocab_file.")
+    if not (FLAGS.spm_model_file or FLAGS.vocab_file):
+        raise app.UsageError("Give --spm_model_file (or --vocab_file for a WordPiece vocabulary).")
     tokenizer = AlbertTokenizer(spm_model_file=FLAGS.spm_model_file, vocab_file=FLAGS.vocab_file,
                                 do_lower_case=FLAGS.do_lower_case)
     summary = cpd.create_pretraining_data(

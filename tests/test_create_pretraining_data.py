@@ -545,6 +545,20 @@ def test_undecodable_bytes_are_replaced_and_counted(tmp_path, spm_model_file):
     assert summary["totals"]["documents"] == 2 and summary["totals"]["sentences"] == 4
 
 
+def test_carriage_returns_are_dropped_as_tf_gfile_reads_lines(tmp_path, spm_model_file):
+    crcrlf = tmp_path / "crcrlf.txt"
+    crcrlf.write_bytes(b"The model learns weights.\r\r\nIt runs at every depth.\r\r\n\r\r\n"
+                       b"Sentence order prediction swaps segments.\r\r\nMasked tokens hide.\r\r\n")
+    summary = cpd.create_pretraining_data(str(crcrlf), [str(tmp_path / "a.tfrecord")], spm_model_file,
+                                          max_seq_length=32, dupe_factor=1)
+    assert summary["totals"]["documents"] == 2 and summary["totals"]["sentences"] == 4
+    bare_cr = tmp_path / "bare_cr.txt"
+    bare_cr.write_bytes(b"The model learns\rweights.\nIt runs at every depth.\n")
+    summary = cpd.create_pretraining_data(str(bare_cr), [str(tmp_path / "b.tfrecord")], spm_model_file,
+                                          max_seq_length=32, dupe_factor=1)
+    assert summary["totals"]["documents"] == 1 and summary["totals"]["sentences"] == 2
+
+
 def test_missing_empty_and_blank_inputs_name_the_path(tmp_path, spm_model_file):
     output = [str(tmp_path / "o.tfrecord")]
     with pytest.raises(FileNotFoundError, match="nothing_here.txt"):

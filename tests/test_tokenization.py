@@ -6,7 +6,7 @@ import random
 import pytest
 import sentencepiece as spm
 
-from albert_tf.tokenization import AlbertTokenizer, encode_pieces, preprocess_text
+from albert_tf.tokenization import AlbertTokenizer, encode_pieces, load_wordpiece_vocab, preprocess_text
 from data_gen import build_vocab
 from tests.fixtures import make_spm_model
 
@@ -152,10 +152,8 @@ def test_empty_text_and_bytes(spm_model_file):
 
 
 def test_constructor_errors(spm_model_file, tmp_path):
-    with pytest.raises(ValueError, match="exactly one of"):
+    with pytest.raises(ValueError, match="needs spm_model_file .SentencePiece. or vocab_file .WordPiece.; got neither"):
         AlbertTokenizer()
-    with pytest.raises(ValueError, match="exactly one of"):
-        AlbertTokenizer(spm_model_file=spm_model_file, vocab_file=spm_model_file)
     with pytest.raises(FileNotFoundError, match="missing.model"):
         AlbertTokenizer(spm_model_file=str(tmp_path / "missing.model"))
     not_a_model = tmp_path / "not_a.model"
@@ -176,6 +174,18 @@ def wordpiece_vocab_file(tmp_path):
     path = tmp_path / "vocab.txt"
     path.write_text("".join(token + "\n" for token in _WORDPIECE_TOKENS), encoding="utf-8")
     return str(path)
+
+
+def test_both_files_given_tokenize_with_sentencepiece_as_the_original(spm_model_file, wordpiece_vocab_file):
+    both = AlbertTokenizer(spm_model_file=spm_model_file, vocab_file=wordpiece_vocab_file)
+    assert both.vocab_file is None
+    assert both.encode("the model runs") == AlbertTokenizer(spm_model_file=spm_model_file).encode("the model runs")
+
+
+def test_wordpiece_vocabulary_drops_carriage_returns_as_tf_gfile(tmp_path):
+    vocab_file = tmp_path / "vocab.txt"
+    vocab_file.write_bytes(b"[PAD]\r\n[UNK]\r\r\nwa\rnt\n\nzz")
+    assert load_wordpiece_vocab(str(vocab_file)) == {"[PAD]": 0, "[UNK]": 1, "want": 2, " ": 3, "zz": 4}
 
 
 def test_wordpiece_greedy_longest_match(wordpiece_vocab_file):
