@@ -138,7 +138,12 @@ def _article_examples(article, level, where):
 # ---- features ------------------------------------------------------------------------------------
 
 def question_with_option(question: str, option: str) -> str:
-    """The original's qa_i: the blank "_" filled with the option, or the option appended after a space."""
+    """The original's qa_i: the blank "_" filled with the option, or the option appended after a space.
+
+    The original normalises the question and the option each on its own first (`process_text`, which
+    `convert_example` does with the tokenizer's `normalize`): an option's own edge whitespace then never
+    reaches the blank, and a compatibility underscore such as "＿" becomes the "_" that is filled.
+    """
     return question.replace("_", option) if "_" in question else " ".join([question, option])
 
 
@@ -156,9 +161,10 @@ def convert_example(example: RaceExample, index: int, tokenizer, max_seq_length:
         raise ValueError(f"--max_qa_length={max_qa_length} must be in 1..max_seq_length - 3 "
                          f"({max_seq_length - 3}).")
     article_tokens = tokenizer.tokenize(example.article)
+    question = tokenizer.normalize(example.question)
     features = {"input_word_ids": [], "input_mask": [], "input_type_ids": []}
     for option in example.options:
-        qa_tokens = tokenizer.tokenize(question_with_option(example.question, option))[-max_qa_length:]
+        qa_tokens = tokenizer.tokenize(question_with_option(question, tokenizer.normalize(option)))[-max_qa_length:]
         context = article_tokens[:max_seq_length - 3 - len(qa_tokens)]
         tokens = ["[CLS]"] + context + ["[SEP]"] + qa_tokens + ["[SEP]"]
         padding = [0] * (max_seq_length - len(tokens))

@@ -15,7 +15,8 @@ The two versions differ in small ways that are kept:
 
 Key names: `evaluate_v1` returns the official "exact_match" and "f1". `evaluate_v2` returns the
 official v2 keys except that "exact" is named "exact_match" (HasAns_exact, NoAns_exact, best_exact and
-best_exact_thresh keep their official names).
+best_exact_thresh keep their official names). `evaluate_v2_as_original` computes what the original
+run_squad_v2.py reports instead (a threshold tuned on the scored split, then the official script).
 """
 
 import collections
@@ -27,6 +28,8 @@ from absl import logging
 
 _ARTICLES = re.compile(r"\b(a|an|the)\b", re.UNICODE)
 _PUNCTUATION = frozenset(string.punctuation)
+# evaluate-v2.0.py's default, which the original's squad_utils.evaluate_v2 applies to the null odds.
+ORIGINAL_NA_PROB_THRESH = 1.0
 
 
 def normalize_answer(text: str) -> str:
@@ -177,6 +180,36 @@ def evaluate_v2(gold: Mapping[str, Sequence[str]], predictions: Mapping[str, str
         results["best_exact"], results["best_exact_thresh"] = find_best_thresh(predictions, exact_raw, na_probs,
                                                                                has_answer)
         results["best_f1"], results["best_f1_thresh"] = find_best_thresh(predictions, f1_raw, na_probs, has_answer)
+    return results
+
+
+def evaluate_v2_as_original(gold: Mapping[str, Sequence[str]], best_answers: Mapping[str, str],
+                            null_odds: Mapping[str, float]) -> Dict[str, float]:
+    """The v2.0 numbers the original run_squad_v2.py reports (squad_utils.evaluate_v2), on one split.
+
+    1. F1's best threshold is searched on these questions with every one answered (`find_best_thresh`).
+    2. A question is answered again only when its null odds are strictly below it (the original's
+       write_predictions_v2 uses `<`, so the question at the threshold turns to no answer).
+    3. Those predictions are scored with the official script's na_prob_thresh=1.0 applied to the same
+       null odds: a question with null odds above 1.0 counts as answered "no answer" whatever its text.
+    Returns exact_match, f1 and total (percent), and the threshold as null_score_diff_threshold. It is
+    tuned on the split it scores, so it is an upper bound for that split, not a held-out figure.
+
+    Example:
+    >>> gold = {"q1": ["x"], "q2": [], "q3": ["z"]}
+    >>> answers, odds = {"q1": "x", "q2": "y", "q3": "z"}, {"q1": 1.2, "q2": 2.0, "q3": 1.6}
+    >>> scores = evaluate_v2_as_original(gold, answers, odds)
+    >>> round(scores["f1"], 1), scores["null_score_diff_threshold"]
+    (33.3, 1.6)
+    """
+    has_answer = {qas_id: bool(answers) for qas_id, answers in gold.items()}
+    _, f1_raw = raw_scores_v2(gold, best_answers)
+    _, threshold = find_best_thresh(best_answers, f1_raw, null_odds, has_answer)
+    predictions = {qas_id: text if null_odds[qas_id] < threshold else "" for qas_id, text in best_answers.items()}
+    exact_raw, f1_raw = raw_scores_v2(gold, predictions)
+    results = _eval_dict(apply_no_answer_threshold(exact_raw, null_odds, has_answer, ORIGINAL_NA_PROB_THRESH),
+                         apply_no_answer_threshold(f1_raw, null_odds, has_answer, ORIGINAL_NA_PROB_THRESH), list(gold))
+    results["null_score_diff_threshold"] = threshold
     return results
 
 

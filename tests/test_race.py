@@ -64,6 +64,20 @@ def test_question_with_option_fills_the_blank_or_appends():
     assert race.question_with_option("Where did the cat sit?", "on the mat") == "Where did the cat sit? on the mat"
 
 
+def test_question_and_option_are_normalised_before_the_blank_is_filled(tokenizer):
+    def qa_tokens(question, option):
+        example = race.RaceExample("a-0", "high", "the model", question, [option] * 4, 0)
+        features = race.convert_example(example, 0, tokenizer, max_seq_length=40, max_qa_length=30)
+        ids = features["input_word_ids"][0]
+        first_sep = ids.index(tokenizer.sep_id)
+        return ids[first_sep + 1:ids.index(tokenizer.sep_id, first_sep + 1)]
+
+    # The original's process_text runs on the question and on the option, then fills the blank.
+    expected = tokenizer.convert_tokens_to_ids(tokenizer.tokenize("the model learns shared."))
+    assert qa_tokens("the model learns _.", "shared ") == expected
+    assert qa_tokens("the model learns \uff3f.", "shared") == expected
+
+
 def test_features_keep_the_end_of_qa_and_cut_the_article(tokenizer):
     example = race.RaceExample("a-0", "high", "the model learns a shared block of attention and feed forward weights",
                                "which block runs at every depth", ["shared", "feed", "sentence order", "lamb"], 2)

@@ -111,6 +111,7 @@ def test_squad_v2_learns_null_answers_and_writes_null_odds(assets, tmp_path):
     threshold = results["null_score_diff_threshold"]
     assert threshold == results["best_f1_thresh_threshold_search"]
     assert results["oracle_best_f1"] >= 95.0 and results["oracle_best_f1"] >= results["f1"], results
+    assert results["original_f1"] <= results["oracle_best_f1"], results
     assert results["exact_match"] >= 80.0 and results["f1"] >= 80.0, results
     assert results["NoAns_exact"] >= 80.0 and results["HasAns_exact"] >= 75.0, results
     predictions = json.loads((tmp_path / "predictions.json").read_text())

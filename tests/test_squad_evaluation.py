@@ -85,6 +85,26 @@ def test_evaluate_v2_threshold_and_search():
     assert evaluation.evaluate_v2(GOLD_V2, PREDICTIONS_V2, NULL_ODDS_V2)["exact_match"] == pytest.approx(60.0)
 
 
+def test_evaluate_v2_as_original_reanswers_strictly_below_the_threshold():
+    # F1's best threshold is 0.5 (above). The original answers only null odds < 0.5: q1 and q5, so q2 ("1990
+    # season", F1 2/3 against "1990") turns to no answer. The na_prob_thresh of 1.0 then only touches q3.
+    results = evaluation.evaluate_v2_as_original(GOLD_V2, PREDICTIONS_V2, NULL_ODDS_V2)
+    assert results["null_score_diff_threshold"] == 0.5
+    assert results["exact_match"] == pytest.approx(80.0) and results["f1"] == pytest.approx(80.0)
+    assert results["total"] == 5
+
+
+def test_evaluate_v2_as_original_applies_the_official_na_prob_thresh():
+    # Every null odds is above 1.0, so the answered q1 counts as "no answer" (wrong) even though its text is right.
+    gold = {"q1": ["x"], "q2": [], "q3": ["z"]}
+    results = evaluation.evaluate_v2_as_original(gold, {"q1": "x", "q2": "y", "q3": "z"},
+                                                 {"q1": 1.2, "q2": 2.0, "q3": 1.6})
+    assert results["null_score_diff_threshold"] == 1.6
+    assert results["f1"] == pytest.approx(100.0 / 3)
+    assert evaluation.evaluate_v2(gold, {"q1": "x", "q2": "y", "q3": "z"},
+                                  {"q1": 1.2, "q2": 2.0, "q3": 1.6})["best_f1"] == pytest.approx(100.0)
+
+
 def test_find_best_thresh_keeps_official_start_value():
     # Answering nothing is best: the official threshold stays at its start value 0.0.
     score, threshold = evaluation.find_best_thresh({"q1": "x", "q2": "y"}, {"q1": 0.0, "q2": 0.0},
