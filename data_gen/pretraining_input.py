@@ -75,9 +75,11 @@ def make_pretraining_dataset(input_pattern: Union[str, Sequence[str]], *, batch_
     Training (`is_training=True`): files are shuffled, read `cycle_length` at a time in parallel
     (default min(4, files), as the original), records are shuffled in a `shuffle_buffer` (default 100, as
     the original), the data repeats `num_epochs` times (None: forever) and incomplete batches are dropped
-    so every batch has a static shape (XLA, TPU). Evaluation (`is_training=False`): no shuffling, a fixed
-    order, `num_epochs` passes (None: one) and, by default, the last partial batch is kept so every record
-    is evaluated; pass `drop_remainder=True` where static shapes matter more than the last records (TPU).
+    so every batch has a static shape (XLA, TPU). Evaluation (`is_training=False`): no shuffling, the files
+    read one after another in the order given (the original's TFRecordDataset(files), so that
+    `max_eval_steps` batches cover the same records), `num_epochs` passes (None: one) and, by default, the
+    last partial batch is kept so every record is evaluated; pass `drop_remainder=True` where static shapes
+    matter more than the last records (TPU).
 
     With a `seed` the order is the same on every run (shuffles seeded, `Options.deterministic=True`);
     without one, training trades a fixed order for throughput (files and parallel parsing finish in any
@@ -121,7 +123,8 @@ def make_pretraining_dataset(input_pattern: Union[str, Sequence[str]], *, batch_
                  "training" if is_training else "evaluation")
 
     dataset = _named_records(pipeline_files, is_training=is_training, seed=seed, num_epochs=num_epochs,
-                             cycle_length=min(cycle_length or DEFAULT_CYCLE_LENGTH, len(pipeline_files)),
+                             cycle_length=min(cycle_length or DEFAULT_CYCLE_LENGTH, len(pipeline_files))
+                             if is_training else 1,
                              deterministic=deterministic,
                              record_shard=(num_pipelines, pipeline_id) if shard_records else None)
     if is_training:
