@@ -132,6 +132,11 @@ class _SquadSplits:
 
     def load(self, name, source, is_training):
         examples = squad.read_squad_examples(source, is_training, FLAGS.tfds_data_dir)
+        unanswerable = sum(example.is_impossible for example in examples)
+        if unanswerable and not FLAGS.version_2_with_negative:
+            raise ValueError(f"{source} has {unanswerable} unanswerable questions (is_impossible): it is SQuAD v2.0 "
+                             f"data, which needs --version_2_with_negative (the v1.1 head cannot answer "
+                             f"\"no answer\").")
         features = squad.load_features(
             source, examples, self._tokenizer, max_seq_length=self._options.max_seq_length,
             doc_stride=FLAGS.doc_stride, max_query_length=FLAGS.max_query_length, is_training=is_training,

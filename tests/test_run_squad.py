@@ -121,3 +121,16 @@ def test_squad_v2_learns_null_answers_and_writes_null_odds(assets, tmp_path):
     rescored = squad_evaluation.evaluate_v2(gold, predictions, null_odds, na_prob_thresh=threshold)
     assert rescored["exact_match"] == pytest.approx(results["exact_match"])
     assert all((predictions[qas_id] == "") == (null_odds[qas_id] > threshold) for qas_id in gold)
+
+
+def test_v2_data_without_version_2_flag_is_refused(assets, tmp_path):
+    directory, spm_model, config_path = assets
+    train = _data_files(directory, version_2=True)[0]
+    completed = subprocess.run(
+        [sys.executable, "-m", "run_scripts.run_squad", f"--albert_config_file={config_path}",
+         f"--spm_model_file={spm_model}", f"--train_file={train}", f"--output_dir={tmp_path}", "--do_train",
+         "--max_seq_length=48", "--max_query_length=8", "--doc_stride=16"],
+        cwd=REPO, capture_output=True, text=True, timeout=600, env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2"))
+    assert completed.returncode != 0
+    assert "unanswerable questions (is_impossible): it is SQuAD v2.0 data, which needs --version_2_with_negative" \
+        in completed.stderr
