@@ -23,6 +23,8 @@ logger = logging.getLogger(__name__)
 HUB_FORMAT = "albert-tf hub module"
 _OBJECT_GRAPH_KEY = "_CHECKPOINTABLE_OBJECT_GRAPH"
 _DO_LOWER_CASE = "do_lower_case"
+# The file tensorflow_hub writes into every TF1 hub module.
+TF1_HUB_MODULE_MARKER = "tfhub_module.pb"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -39,6 +41,11 @@ def resolve_encoder_dir(handle: str) -> str:
     """The encoder SavedModel under `handle`: the export path itself or its `encoder/` directory."""
     if not handle:
         raise ValueError("--hub_module_handle is empty; give the directory run_scripts.export_to_tfhub wrote.")
+    if tf.io.gfile.exists(os.path.join(handle, TF1_HUB_MODULE_MARKER)):
+        raise ValueError(f"--hub_module_handle={handle!r} is an original TF1 hub module ({TF1_HUB_MODULE_MARKER}), "
+                         f"whose graph TensorFlow 2 cannot run; pass --init_checkpoint={handle} instead (its "
+                         f"variables, albert_config.json and SentencePiece model are read from it) with "
+                         f"--do_lower_case as its tokenization_info says (true for the released English models).")
     for directory in (os.path.join(handle, "encoder"), handle):
         if tf.io.gfile.exists(os.path.join(directory, "saved_model.pb")):
             if not tf.io.gfile.exists(os.path.join(directory, "assets", ALBERT_CONFIG_ASSET)):

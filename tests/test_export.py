@@ -251,6 +251,15 @@ def test_hub_module_loads_into_fine_tuning_models(exported):
         read_hub_module(str(exported["directory"]))
 
 
+def test_an_original_tf1_hub_module_points_to_init_checkpoint(tmp_path):
+    # The original's modules hold saved_model.pb, assets/albert_config.json and tensorflow_hub's marker file.
+    (tmp_path / "assets").mkdir()
+    for name in ("saved_model.pb", "tfhub_module.pb", "assets/albert_config.json"):
+        (tmp_path / name).write_bytes(b"")
+    with pytest.raises(ValueError, match=r"is an original TF1 hub module .* --init_checkpoint="):
+        read_hub_module(str(tmp_path))
+
+
 def test_export_refuses_random_weights_existing_exports_and_wrong_vocabularies(exported):
     config, spm_model = exported["pretrainer"].config, exported["spm_model"]
     directory = exported["directory"]
