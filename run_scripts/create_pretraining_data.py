@@ -7,6 +7,7 @@ any --num_workers; rerunning the same command skips finished shards.
 
 from absl import app, flags, logging
 
+from albert_tf.original_flags import define_original_flags
 from albert_tf.tokenization import AlbertTokenizer
 from data_gen import create_pretraining_data as cpd
 
@@ -43,6 +44,7 @@ flags.DEFINE_string("tfds_text_feature", "text", "Text feature of the tensorflow
 flags.DEFINE_integer("block_bytes", cpd.DEFAULT_BLOCK_BYTES, "Text per block: the unit of shuffling, of random "
                      "B documents and of work; memory grows with it.")
 flags.DEFINE_string("summary_file", None, "Summary JSON (default: the output base name + .summary.json).")
+define_original_flags({"input_file_mode": "nothing to pass: input is read as bytes and decoded as UTF-8"}, tpu=False)
 flags.mark_flags_as_required(["output_file"])
 
 

@@ -13,6 +13,7 @@ from albert_tf import checkpoint_io
 from albert_tf.config import load_config
 from albert_tf.hub_export import export_hub_modules
 from albert_tf.hub_preprocessor import DEFAULT_SEQ_LENGTH
+from albert_tf.original_flags import NO_EINSUM_CHOICE, define_original_flags
 
 FLAGS = flags.FLAGS
 
@@ -28,6 +29,10 @@ flags.DEFINE_integer("seq_length", DEFAULT_SEQ_LENGTH, "The preprocessor's defau
 flags.DEFINE_bool("allow_random_init", False, "Export random weights when there is no --init_checkpoint "
                   "(for tests only).")
 flags.DEFINE_bool("overwrite", False, "Replace an existing export in --export_path.")
+define_original_flags({"albert_directory": "pass --init_checkpoint (the checkpoint or the released directory, "
+                                           "whose albert_config.json is found beside it) and --spm_model_file",
+                       "checkpoint_name": "pass the checkpoint itself as --init_checkpoint",
+                       "use_einsum": NO_EINSUM_CHOICE}, tpu=False)
 flags.mark_flags_as_required(["spm_model_file", "export_path"])
 
 

@@ -13,6 +13,7 @@ from albert_tf.distribution import STRATEGY_NAMES
 from albert_tf import finetuning
 from albert_tf.finetuning import FinetuningOptions
 from albert_tf.optimization import OPTIMIZER_NAMES
+from albert_tf.original_flags import define_original_flags
 from albert_tf.tokenization import AlbertTokenizer
 from albert_tf.training_loop import MIXED_PRECISION_POLICIES, TrainingPreempted
 
@@ -21,8 +22,12 @@ FLAGS = flags.FLAGS
 
 def define_finetuning_flags(*, learning_rate, max_seq_length, train_step=None, warmup_step=0, num_train_epochs=None,
                             warmup_proportion=None, train_batch_size=32, eval_batch_size=8, predict_batch_size=8,
-                            save_checkpoints_steps=1000):
-    """Defines the shared flags with the calling script's defaults (its original's)."""
+                            save_checkpoints_steps=1000, original_flags=None):
+    """Defines the shared flags with the calling script's defaults (its original's).
+
+    `original_flags` ({name: what to do instead}) are the calling script's original flags that albert-tf
+    refuses by name, besides the TPU flags and --albert_hub_module_handle that all three had.
+    """
     flags.DEFINE_string("albert_config_file", None, "albert_config.json of the model (or give --preset).")
     flags.DEFINE_string("preset", None, "A named config instead of --albert_config_file, e.g. albert-base.")
     flags.DEFINE_string("init_checkpoint", None,
@@ -67,6 +72,9 @@ def define_finetuning_flags(*, learning_rate, max_seq_length, train_step=None, w
     flags.DEFINE_enum("mixed_precision", "float32", MIXED_PRECISION_POLICIES, "Keras dtype policy.")
     flags.DEFINE_integer("seed", 12345, "Seed for initialisation, dropout and shuffling.")
     flags.DEFINE_bool("deterministic", False, "Make TensorFlow ops deterministic (slower).")
+    define_original_flags({"albert_hub_module_handle": "pass --hub_module_handle (an export of "
+                           "run_scripts.export_to_tfhub) or, for an original TF1 hub module, --init_checkpoint",
+                           **(original_flags or {})})
     flags.mark_flag_as_required("output_dir")
 
 

@@ -10,6 +10,7 @@ from absl import app, flags, logging
 
 from albert_tf import host_allocator
 from albert_tf.config import load_config
+from albert_tf.original_flags import define_original_flags
 from albert_tf.pretraining import Pretraining, PretrainingOptions
 from albert_tf.training_loop import NonFiniteLossError, TrainingPreempted
 from data_gen.pretraining_input import pretraining_dataset_fn
@@ -52,6 +53,8 @@ flags.DEFINE_integer("gradient_accumulation_steps", 1, "Micro-batches per optimi
 flags.DEFINE_integer("seed", 12345, "Random seed (data order, initialisation, dropout).")
 flags.DEFINE_bool("deterministic", False, "Enable TF op determinism (slower; exact resumes).")
 flags.DEFINE_integer("log_every_steps", 100, "Log loss, learning rate, throughput and ETA this often.")
+define_original_flags({"masked_lm_budget": "not supported: the original's masked_lm_budget mode was "
+                                           "unfinished"})
 flags.mark_flags_as_required(["input_file", "output_dir"])
 
 

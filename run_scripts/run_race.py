@@ -11,13 +11,18 @@ import numpy as np
 import tensorflow as tf
 from absl import app, flags, logging
 
-from albert_tf import AlbertMultipleChoice, finetuning, host_allocator
+from albert_tf import AlbertMultipleChoice, finetuning, host_allocator, original_flags
 from data_gen import race
 from run_scripts import finetuning_flags
 
 FLAGS = flags.FLAGS
 finetuning_flags.define_finetuning_flags(learning_rate=1e-5, max_seq_length=512, train_step=12000, warmup_step=1000,
-                                         save_checkpoints_steps=100)
+                                         save_checkpoints_steps=100,
+                                         original_flags={"train_file": original_flags.CACHED_FEATURES,
+                                                         "eval_file": original_flags.CACHED_FEATURES,
+                                                         "predict_file": original_flags.CACHED_FEATURES,
+                                                         "task_name": "nothing to pass: run_race runs RACE",
+                                                         "num_keep_checkpoint": "pass --keep_checkpoint_max"})
 flags.DEFINE_string("data_dir", None, "The directory holding RACE/ (or RACE/ itself).")
 flags.DEFINE_integer("max_qa_length", 128, "Tokens kept from the end of each question + option.")
 flags.DEFINE_bool("high_only", False, "Only the high-school questions.")

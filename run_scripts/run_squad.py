@@ -24,14 +24,18 @@ import os
 import tensorflow as tf
 from absl import app, flags, logging
 
-from albert_tf import AlbertSpanPredictor, AlbertSquadV2, finetuning, host_allocator
+from albert_tf import AlbertSpanPredictor, AlbertSquadV2, finetuning, host_allocator, original_flags
 from data_gen import squad, squad_evaluation, squad_postprocess
 from run_scripts import finetuning_flags
 
 FLAGS = flags.FLAGS
 finetuning_flags.define_finetuning_flags(learning_rate=5e-5, max_seq_length=384, num_train_epochs=3.0,
                                          warmup_proportion=0.1, train_batch_size=32, eval_batch_size=8,
-                                         predict_batch_size=8, save_checkpoints_steps=1000)
+                                         predict_batch_size=8, save_checkpoints_steps=1000,
+                                         original_flags={"train_feature_file": original_flags.CACHED_FEATURES,
+                                                         "predict_feature_file": original_flags.CACHED_FEATURES,
+                                                         "predict_feature_left_file": original_flags.CACHED_FEATURES,
+                                                         "use_einsum": original_flags.NO_EINSUM_CHOICE})
 flags.DEFINE_string("train_file", None, "SQuAD JSON for training (train-v1.1.json), or tfds:squad/<v>:<split>.")
 flags.DEFINE_string("predict_file", None, "SQuAD JSON to evaluate / predict (dev-v1.1.json), or "
                     "tfds:squad/<v>:<split>.")

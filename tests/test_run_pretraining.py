@@ -141,3 +141,9 @@ def test_script_errors(records, tmp_path):
                           f"--output_dir={tmp_path / 'tpu'}", "--preset=albert-base", "--strategy=tpu", "--do_train"],
                          capture_output=True, text=True, timeout=120)
     assert tpu.returncode != 0 and "TPU" in tpu.stderr
+    original = subprocess.run([sys.executable, "-m", "run_scripts.run_pretraining", "--input_file=x", "--output_dir=y",
+                               "--use_tpu=true", "--iterations_per_loop=1000"], capture_output=True, text=True,
+                              timeout=120)
+    assert original.returncode != 0
+    assert "--use_tpu is a flag of the original scripts that albert-tf does not have: pass --strategy=tpu" \
+        in original.stderr and "--iterations_per_loop" in original.stderr
