@@ -130,13 +130,13 @@ class AlbertEncoder(keras.Model):
             return self.feed_forward_layers[block.ffn_index](hidden, training=training)
 
         num_blocks = len(self.sharing_plan.blocks)
-        if self.recompute_blocks and training:
-            encoder_outputs = run_blocks_recomputed(run_block, num_blocks, hidden, attention_bias)
-        else:
-            encoder_outputs = []
-            for index in range(num_blocks):
-                hidden = run_block(index, hidden, attention_bias)
-                encoder_outputs.append(hidden)
+        recomputed = _num_recomputed(self.recompute_blocks, num_blocks) if training else 0
+        encoder_outputs = run_blocks_recomputed(run_block, recomputed, hidden, attention_bias) if recomputed else []
+        if encoder_outputs:
+            hidden = encoder_outputs[-1]
+        for index in range(recomputed, num_blocks):
+            hidden = run_block(index, hidden, attention_bias)
+            encoder_outputs.append(hidden)
         hidden = encoder_outputs[-1]
         pooled_output = self.pooler(hidden[:, 0])
         return {"sequence_output": hidden, "pooled_output": pooled_output, "encoder_outputs": encoder_outputs}
@@ -147,3 +147,11 @@ class AlbertEncoder(keras.Model):
     @classmethod
     def from_config(cls, config):
         return cls(**config)
+
+
+def _num_recomputed(recompute_blocks, num_blocks):
+    import os
+    if recompute_blocks is True or recompute_blocks is False:
+        count = num_blocks if recompute_blocks else 0
+        return int(os.environ.get("ALBERT_RECOMPUTE_FIRST", count)) if recompute_blocks else 0
+    return min(int(recompute_blocks), num_blocks)

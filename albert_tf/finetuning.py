@@ -414,6 +414,9 @@ def _checkpoints_to_evaluate(options, train_steps):
              if tf.io.gfile.exists(path + ".index")]
     paths.sort(key=_checkpoint_step)
     if not options.eval_every_checkpoint:
+        if len(paths) > 1:
+            logging.info("Evaluating the latest of %d checkpoints, %s; --eval_every_checkpoint evaluates each and "
+                         "keeps the best, as the original did.", len(paths), paths[-1])
         return paths[-1:]
     if train_steps and len(paths) < train_steps // options.save_checkpoints_steps:
         logging.warning("--eval_every_checkpoint evaluates the %d checkpoint(s) that still exist; "
