@@ -8,7 +8,8 @@
 `tfds:squad/v2.0:<split>` for tensorflow-datasets prepared locally. --do_eval scores --predict_file with
 the official EM/F1 and writes eval_results.{txt,json}, predictions.json, nbest_predictions.json and
 (v2.0) null_odds.json; --do_predict writes the same prediction files for --predict_file (answers not
-needed) from the best checkpoint.
+needed) from the best checkpoint, and when the file has answers scores them too (predict_results.json),
+as the original's --do_predict did.
 
 v2.0 answers a question when its null odds (the answer-class logit) is <= --null_score_diff_threshold
 (default 0.0, i.e. P(no answer) <= 0.5), or the threshold that maximises F1 on
@@ -19,6 +20,7 @@ official script's na_prob_thresh of 1.0) as original_exact_match, original_f1 an
 original_null_score_diff_threshold: both are tuned on the split they score.
 """
 
+import json
 import os
 
 import tensorflow as tf
@@ -55,6 +57,7 @@ flags.DEFINE_string("null_threshold_search_file", None,
                     "threshold that maximises F1 is found and then used instead of --null_score_diff_threshold.")
 
 THRESHOLD_SEARCH_SUFFIX = "_threshold_search"
+PREDICT_RESULTS_NAME = "predict_results.json"
 
 
 def _check_flags(options):
@@ -207,8 +210,16 @@ class _SquadSplits:
     def write_predictions(self, output_dir, split, outputs):
         if split.name == "threshold_search":
             self.search_threshold(split, outputs)
-        else:
-            self.write_files(output_dir, split, outputs)
+            return
+        self.write_files(output_dir, split, outputs)
+        # The original's --do_predict also scored a predict file that has answers (its usual dev file).
+        if all(example.answer_texts or example.is_impossible for example in self.examples[split.name]):
+            metrics = self.compute_metrics(split, outputs)
+            path = os.path.join(output_dir, PREDICT_RESULTS_NAME)
+            with tf.io.gfile.GFile(path, "w") as handle:
+                handle.write(json.dumps(metrics, indent=2, sort_keys=True) + "\n")
+            logging.info("%s has answers, so its predictions are scored too (%s): %s", FLAGS.predict_file, path,
+                         ", ".join(f"{name} = {value:.4g}" for name, value in sorted(metrics.items())))
 
 
 def _squad_task(options, tokenizer):

@@ -121,6 +121,9 @@ def test_squad_v2_learns_null_answers_and_writes_null_odds(assets, tmp_path):
     rescored = squad_evaluation.evaluate_v2(gold, predictions, null_odds, na_prob_thresh=threshold)
     assert rescored["exact_match"] == pytest.approx(results["exact_match"])
     assert all((predictions[qas_id] == "") == (null_odds[qas_id] > threshold) for qas_id in gold)
+    # --do_predict on a file with answers scores it, as the original's did (one checkpoint: the same numbers).
+    predicted = json.loads((tmp_path / "predict_results.json").read_text())
+    assert predicted["f1"] == pytest.approx(results["f1"]) and "original_f1" in predicted
 
 
 def test_v2_data_without_version_2_flag_is_refused(assets, tmp_path):
