@@ -27,7 +27,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from typing import Callable, Dict, List, Optional, Sequence
+from typing import Callable, Dict, List, Optional, Sequence, Union
 
 import numpy as np
 import tensorflow as tf
@@ -76,7 +76,7 @@ class BenchmarkSettings:
     warmup_steps: int = 2
     repeats: int = 3
     steps_per_loop: int = 1
-    recompute_blocks: bool = False
+    recompute_blocks: Union[bool, int] = False
 
     def __post_init__(self):
         for name in ("batch_size", "seq_length", "max_predictions_per_seq", "steps", "repeats", "steps_per_loop"):

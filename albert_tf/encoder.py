@@ -7,7 +7,7 @@ from albert_tf.attention import AlbertAttention
 from albert_tf.config import AlbertConfig
 from albert_tf.embeddings import AlbertEmbeddings
 from albert_tf.feed_forward import AlbertFeedForward
-from albert_tf.recomputation import run_blocks_recomputed
+from albert_tf.recomputation import num_recomputed_blocks, run_blocks_recomputed
 from albert_tf.sharing import build_sharing_plan
 
 INPUT_NAMES = ("input_word_ids", "input_mask", "input_type_ids")
@@ -36,8 +36,10 @@ class AlbertEncoder(keras.Model):
 
     With `recompute_blocks=True`, training keeps only each block's output for the backward
     pass and re-runs the block there (albert_tf/recomputation.py): about a third more compute
-    for the activations of one block instead of all of them. Outputs and gradients are the
-    same; inference is unaffected.
+    for the activations of one block instead of all of them. A number N recomputes only the
+    first N applied blocks, whose backward passes come last, after the other blocks' stored
+    activations are freed: each recomputed block saves about its activations for a ninth of
+    its compute. Outputs and gradients are the same; inference is unaffected.
 
     Example:
     >>> config = AlbertConfig(vocab_size=100, hidden_size=32, num_hidden_layers=2,
@@ -56,6 +58,7 @@ class AlbertEncoder(keras.Model):
         self.recompute_blocks = recompute_blocks
         config = self.config
         self.sharing_plan = build_sharing_plan(config)
+        num_recomputed_blocks(recompute_blocks, len(self.sharing_plan.blocks))
         self.embeddings = AlbertEmbeddings(
             vocab_size=config.vocab_size, embedding_size=config.embedding_size,
             max_position_embeddings=config.max_position_embeddings, type_vocab_size=config.type_vocab_size,
@@ -130,7 +133,7 @@ class AlbertEncoder(keras.Model):
             return self.feed_forward_layers[block.ffn_index](hidden, training=training)
 
         num_blocks = len(self.sharing_plan.blocks)
-        recomputed = _num_recomputed(self.recompute_blocks, num_blocks) if training else 0
+        recomputed = num_recomputed_blocks(self.recompute_blocks, num_blocks) if training else 0
         encoder_outputs = run_blocks_recomputed(run_block, recomputed, hidden, attention_bias) if recomputed else []
         if encoder_outputs:
             hidden = encoder_outputs[-1]
@@ -148,10 +151,3 @@ class AlbertEncoder(keras.Model):
     def from_config(cls, config):
         return cls(**config)
 
-
-def _num_recomputed(recompute_blocks, num_blocks):
-    import os
-    if recompute_blocks is True or recompute_blocks is False:
-        count = num_blocks if recompute_blocks else 0
-        return int(os.environ.get("ALBERT_RECOMPUTE_FIRST", count)) if recompute_blocks else 0
-    return min(int(recompute_blocks), num_blocks)

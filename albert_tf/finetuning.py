@@ -19,7 +19,7 @@ import json
 import os
 import re
 import uuid
-from typing import Callable, Dict, Optional, Sequence
+from typing import Callable, Dict, Optional, Sequence, Union
 
 import keras
 import numpy as np
@@ -137,7 +137,7 @@ class FinetuningOptions:
     tpu: Optional[str] = None
     steps_per_loop: int = 1
     jit_compile: bool = True
-    recompute_blocks: bool = False
+    recompute_blocks: Union[bool, int] = False
     mixed_precision: str = "float32"
     seed: int = 12345
     deterministic: bool = False

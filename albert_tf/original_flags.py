@@ -36,7 +36,7 @@ def define_original_flags(script_flags: Optional[Mapping[str, str]] = None, tpu:
     >>> flag_values(["script", "--iterations_per_loop=1000"])
     Traceback (most recent call last):
     ...
-    absl.flags._exceptions.IllegalFlagValueError: flag --iterations_per_loop=1000: --iterations_per_loop is a flag of the original scripts that albert-tf does not have: pass --steps_per_loop.
+    absl.flags._exceptions.IllegalFlagValueError: flag --iterations_per_loop=1000: ... pass --steps_per_loop.
     """
     for name, instead in {**(TPU_FLAGS if tpu else {}), **(script_flags or {})}.items():
         message = f"--{name} is a flag of the original scripts that albert-tf does not have: {instead}."

@@ -7,7 +7,7 @@ functions (from data_gen.pretraining_input), so this module stays free of data-f
 import dataclasses
 import json
 import os
-from typing import Callable, Dict, Optional
+from typing import Callable, Dict, Optional, Union
 
 import numpy as np
 import tensorflow as tf
@@ -52,7 +52,7 @@ class PretrainingOptions:
     tpu: Optional[str] = None
     steps_per_loop: int = 1
     jit_compile: bool = True
-    recompute_blocks: bool = False
+    recompute_blocks: Union[bool, int] = False
     mixed_precision: str = "float32"
     gradient_accumulation_steps: int = 1
     seed: int = 12345

@@ -1,6 +1,6 @@
 """Block-wise recomputation: the backward pass re-runs each transformer block instead of storing its activations."""
 
-from typing import Callable, List, Optional, Sequence
+from typing import Callable, List, Optional, Sequence, Union
 
 import tensorflow as tf
 from tensorflow.compiler.tf2xla.python import xla
@@ -85,6 +85,37 @@ def run_blocks_recomputed(run_block: BlockFn, num_blocks: int, hidden: tf.Tensor
         return outputs, grad
 
     return stack(hidden, attention_bias)
+
+
+def num_recomputed_blocks(recompute_blocks: Union[bool, int], num_blocks: int) -> int:
+    """How many leading blocks `recompute_blocks` recomputes: all for True, none for False, else that many.
+
+    Example:
+    >>> num_recomputed_blocks(True, 12), num_recomputed_blocks(False, 12), num_recomputed_blocks(8, 12)
+    (12, 0, 8)
+    """
+    if isinstance(recompute_blocks, bool):
+        return num_blocks if recompute_blocks else 0
+    if not isinstance(recompute_blocks, int) or not 0 <= recompute_blocks <= num_blocks:
+        raise ValueError(f"recompute_blocks={recompute_blocks!r} must be True, False or a number of blocks from 0 to "
+                         f"{num_blocks}, the blocks this model applies.")
+    return recompute_blocks
+
+
+def recompute_setting(recompute_blocks: bool, num_recomputed_blocks: int) -> Union[bool, int]:
+    """The models' `recompute_blocks` from the --recompute_blocks and --num_recomputed_blocks flags.
+
+    A positive count recomputes that many leading blocks (with or without --recompute_blocks); 0 leaves
+    the choice to --recompute_blocks (all blocks, or none).
+
+    Example:
+    >>> recompute_setting(True, 0), recompute_setting(False, 8), recompute_setting(False, 0)
+    (True, 8, False)
+    """
+    if num_recomputed_blocks < 0:
+        raise ValueError(f"--num_recomputed_blocks={num_recomputed_blocks} must be 0 (all blocks with "
+                         f"--recompute_blocks) or a positive number of blocks.")
+    return num_recomputed_blocks or recompute_blocks
 
 
 def input_for_recomputation(saved_input: tf.Tensor, upstream: tf.Tensor) -> tf.Tensor:

@@ -102,7 +102,8 @@ class AlbertTokenizer:
     """Text to ALBERT token ids, as google-research/albert tokenizes it.
 
     Give `spm_model_file` (SentencePiece, the English models) or `vocab_file` (WordPiece, the Chinese
-    models); given both, the SentencePiece model is used, as in the original. `tokenize` normalises its input first, as every caller of the original does
+    models); given both, the SentencePiece model is used, as in the original. `tokenize` normalises its
+    input first, as every caller of the original does
     (`preprocess_text(text, lower=do_lower_case)` before `encode_pieces`).
 
     Any SentencePiece model works here; `check_special_ids` tells whether a model has the special ids that

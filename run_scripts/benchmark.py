@@ -19,6 +19,7 @@ from absl import app, flags, logging
 
 from albert_tf import benchmarking, host_allocator
 from albert_tf.config import load_config
+from albert_tf.recomputation import recompute_setting
 
 DATA_WORKLOADS = ("input_pipeline", "create_pretraining_data")
 WORKLOADS = benchmarking.MODEL_WORKLOADS + DATA_WORKLOADS
@@ -37,6 +38,8 @@ flags.DEFINE_integer("warmup_steps", 2, "Untimed steps first (tracing, compilati
 flags.DEFINE_integer("repeats", 3, "Timed repeats; the median, min and max are reported.")
 flags.DEFINE_integer("steps_per_loop", 1, "Training steps per tf.function call (the Trainer's steps_per_loop).")
 flags.DEFINE_bool("recompute_blocks", False, "Train with block recomputation (less memory, more compute).")
+flags.DEFINE_integer("num_recomputed_blocks", 0, "Recompute only the first N applied blocks (0: all, with "
+                     "--recompute_blocks).")
 flags.DEFINE_enum("cpu_allocator", None, list(host_allocator.CPU_ALLOCATORS),
                   "TensorFlow's host allocator (TF_CPU_ALLOCATOR_USE_BFC); default: the caching one, as training "
                   "uses, unless the environment sets TF_CPU_ALLOCATOR_USE_BFC.")
@@ -66,7 +69,8 @@ def _model_settings():
         config=config.to_dict(), model_name=model_name, batch_size=FLAGS.batch_size, seq_length=FLAGS.seq_length,
         max_predictions_per_seq=FLAGS.max_predictions_per_seq, mixed_precision=FLAGS.mixed_precision,
         jit_compile=FLAGS.jit_compile, steps=FLAGS.steps, warmup_steps=FLAGS.warmup_steps, repeats=FLAGS.repeats,
-        steps_per_loop=FLAGS.steps_per_loop, recompute_blocks=FLAGS.recompute_blocks)
+        steps_per_loop=FLAGS.steps_per_loop,
+        recompute_blocks=recompute_setting(FLAGS.recompute_blocks, FLAGS.num_recomputed_blocks))
 
 
 def _data_records(settings, work_dir):

@@ -14,6 +14,7 @@ from albert_tf import finetuning
 from albert_tf.finetuning import FinetuningOptions
 from albert_tf.optimization import OPTIMIZER_NAMES
 from albert_tf.original_flags import define_original_flags
+from albert_tf.recomputation import recompute_setting
 from albert_tf.tokenization import AlbertTokenizer
 from albert_tf.training_loop import MIXED_PRECISION_POLICIES, TrainingPreempted
 
@@ -69,6 +70,9 @@ def define_finetuning_flags(*, learning_rate, max_seq_length, train_step=None, w
                       "TensorFlow's own kernels).")
     flags.DEFINE_bool("recompute_blocks", False, "Re-run each transformer block in the backward pass instead of "
                       "storing its activations: less memory, about a third more compute.")
+    flags.DEFINE_integer("num_recomputed_blocks", 0, "Recompute only the first N applied blocks (with or without "
+                         "--recompute_blocks): each saves about its activations for a ninth of its compute; 0 "
+                         "recomputes all of them with --recompute_blocks.")
     flags.DEFINE_enum("mixed_precision", "float32", MIXED_PRECISION_POLICIES, "Keras dtype policy.")
     flags.DEFINE_integer("seed", 12345, "Seed for initialisation, dropout and shuffling.")
     flags.DEFINE_bool("deterministic", False, "Make TensorFlow ops deterministic (slower).")
@@ -96,7 +100,8 @@ def finetuning_options(**overrides) -> FinetuningOptions:
     names = [field.name for field in dataclasses.fields(FinetuningOptions)]
     values = {name: FLAGS[name].value for name in names}
     values.update(train_step=train_step, num_train_epochs=num_train_epochs, warmup_step=warmup_step or 0,
-                  warmup_proportion=warmup_proportion)
+                  warmup_proportion=warmup_proportion,
+                  recompute_blocks=recompute_setting(FLAGS.recompute_blocks, FLAGS.num_recomputed_blocks))
     values.update(overrides)
     return FinetuningOptions(**values)
 

@@ -9,7 +9,7 @@ import tensorflow as tf
 
 from albert_tf import AlbertConfig, AlbertEncoder, AlbertPretrainer
 from albert_tf.pretraining import Pretraining, PretrainingOptions
-from albert_tf.recomputation import run_blocks_recomputed
+from albert_tf.recomputation import recompute_setting, run_blocks_recomputed
 from albert_tf.replica_dropout import ReplicaDropout, recording_dropout_seeds, replaying_dropout_seeds
 
 
@@ -28,10 +28,10 @@ def encoder_inputs(batch=2, seq=7, seed=0):
             "input_mask": tf.constant(mask), "input_type_ids": tf.zeros((batch, seq), tf.int32)}
 
 
-def twin_encoders(config):
-    """Two encoders with the same weights and the same dropout seeds, one recomputing its blocks."""
+def twin_encoders(config, recompute_blocks=True):
+    """Two encoders with the same weights and the same dropout seeds, one recomputing (`recompute_blocks`)."""
     encoders = []
-    for recompute_blocks in (False, True):
+    for recompute_blocks in (False, recompute_blocks):
         keras.utils.set_random_seed(7)
         encoders.append(AlbertEncoder(config, recompute_blocks=recompute_blocks))
     encoders[1].set_weights(encoders[0].get_weights())
@@ -114,6 +114,26 @@ def test_blocks_and_gradients_of_every_output_in_float64():
                                    rtol=1e-12)
 
 
+@pytest.mark.parametrize("jit_compile", [False, True])
+def test_recomputing_the_first_blocks_only_gives_the_same_gradients(jit_compile):
+    plain, recomputed = twin_encoders(tiny_config(), recompute_blocks=2)
+    assert_same_loss_and_gradients(plain, recomputed, encoder_inputs(), jit_compile)
+
+
+@pytest.mark.parametrize("value", [4, -1, 1.5, "all"])
+def test_a_recompute_count_outside_the_applied_blocks_is_refused(value):
+    with pytest.raises(ValueError, match=f"recompute_blocks={value!r} must be True, False or a number of blocks from "
+                                         f"0 to 3"):
+        AlbertEncoder(tiny_config(), recompute_blocks=value)
+
+
+def test_recompute_setting_from_the_flags():
+    assert recompute_setting(True, 0) is True and recompute_setting(False, 0) is False
+    assert recompute_setting(False, 5) == 5 and recompute_setting(True, 5) == 5
+    with pytest.raises(ValueError, match="--num_recomputed_blocks=-2 must be 0"):
+        recompute_setting(True, -2)
+
+
 def _dots_in_optimized_hlo(encoder, inputs):
     @tf.function(jit_compile=True)
     def step(inputs):
@@ -134,6 +154,9 @@ def test_xla_keeps_the_recomputed_forward_pass():
     forward_dots_per_block = 8  # query, key, value, scores, context, output, two feed-forward
     extra = _dots_in_optimized_hlo(recomputed, inputs) - _dots_in_optimized_hlo(plain, inputs)
     assert extra == forward_dots_per_block * config.num_hidden_layers
+    first_two = twin_encoders(config, recompute_blocks=2)[1]
+    assert _dots_in_optimized_hlo(first_two, inputs) - _dots_in_optimized_hlo(plain, inputs) == \
+        forward_dots_per_block * 2
 
 
 def test_inference_does_not_recompute():
