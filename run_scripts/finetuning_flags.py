@@ -23,7 +23,7 @@ FLAGS = flags.FLAGS
 
 def define_finetuning_flags(*, learning_rate, max_seq_length, train_step=None, warmup_step=0, num_train_epochs=None,
                             warmup_proportion=None, train_batch_size=32, eval_batch_size=8, predict_batch_size=8,
-                            save_checkpoints_steps=1000, original_flags=None):
+                            save_checkpoints_steps=1000, do_train=False, do_eval=False, original_flags=None):
     """Defines the shared flags with the calling script's defaults (its original's).
 
     `original_flags` ({name: what to do instead}) are the calling script's original flags that albert-tf
@@ -42,8 +42,8 @@ def define_finetuning_flags(*, learning_rate, max_seq_length, train_step=None, w
     flags.DEFINE_integer("max_seq_length", max_seq_length, "Tokens per sequence after [CLS]/[SEP] and padding.")
     flags.DEFINE_string("output_dir", None, "Checkpoints, eval results and predictions go here.")
     flags.DEFINE_string("cached_dir", None, "Where feature caches are kept (default: --output_dir).")
-    flags.DEFINE_bool("do_train", False, "Fine-tune on the training split.")
-    flags.DEFINE_bool("do_eval", False, "Evaluate on the dev split.")
+    flags.DEFINE_bool("do_train", do_train, "Fine-tune on the training split.")
+    flags.DEFINE_bool("do_eval", do_eval, "Evaluate on the dev split.")
     flags.DEFINE_bool("do_predict", False, "Write predictions for the test split.")
     flags.DEFINE_integer("train_batch_size", train_batch_size, "Global training batch size.")
     flags.DEFINE_integer("eval_batch_size", eval_batch_size, "Global evaluation batch size.")

@@ -24,7 +24,8 @@ flags.DEFINE_string("output_dir", None, "Where checkpoints, eval results and Ten
 flags.DEFINE_string("init_checkpoint", None, "Initial weights: a TF1, Hugging Face or albert-tf checkpoint.")
 flags.DEFINE_integer("max_seq_length", 512, "Sequence length of the input records.")
 flags.DEFINE_integer("max_predictions_per_seq", 20, "Masked positions per record.")
-flags.DEFINE_bool("do_train", False, "Train.")
+flags.DEFINE_bool("do_train", True, "Train (on by default, as in the original; --nodo_train with --do_eval only "
+                  "evaluates).")
 flags.DEFINE_bool("do_eval", False, "Evaluate every checkpoint in output_dir.")
 flags.DEFINE_integer("train_batch_size", 4096, "Global training batch size.")
 flags.DEFINE_integer("eval_batch_size", 64, "Global evaluation batch size.")

@@ -17,7 +17,7 @@ from run_scripts import finetuning_flags
 
 FLAGS = flags.FLAGS
 finetuning_flags.define_finetuning_flags(learning_rate=1e-5, max_seq_length=512, train_step=12000, warmup_step=1000,
-                                         save_checkpoints_steps=100,
+                                         save_checkpoints_steps=100, do_train=True, do_eval=True,
                                          original_flags={"train_file": original_flags.CACHED_FEATURES,
                                                          "eval_file": original_flags.CACHED_FEATURES,
                                                          "predict_file": original_flags.CACHED_FEATURES,

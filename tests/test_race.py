@@ -165,7 +165,7 @@ def test_run_race_learns_and_restarts_from_its_own_checkpoint(tmp_path, tokenize
 
     # Our own (native) fine-tuned checkpoint as --init_checkpoint, evaluated on the middle level only.
     _run_race(*common, f"--output_dir={tmp_path / 'middle'}", f"--init_checkpoint={tmp_path / 'run' / 'best'}",
-              "--do_eval", "--middle_only")
+              "--nodo_train", "--do_eval", "--middle_only")
     middle = json.loads((tmp_path / "middle" / "eval_results.json").read_text())
     best = json.loads((tmp_path / "run" / "best" / "eval_results.json").read_text())
     assert set(middle) == {"accuracy", "accuracy_middle", "loss", "global_step"}
