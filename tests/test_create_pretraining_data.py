@@ -534,29 +534,31 @@ def test_tfds_input_that_is_not_prepared_is_an_error(tmp_path, spm_model_file):
 
 # Bad input.
 
+def _totals_of_text(tmp_path, spm_model_file, name, data):
+    """The generator's totals for one text file holding `data` (bytes)."""
+    path = tmp_path / f"{name}.txt"
+    path.write_bytes(data)
+    return cpd.create_pretraining_data(str(path), [str(tmp_path / f"{name}.tfrecord")], spm_model_file,
+                                       max_seq_length=32, dupe_factor=1)["totals"]
+
+
 def test_undecodable_bytes_are_replaced_and_counted(tmp_path, spm_model_file):
-    path = tmp_path / "bytes.txt"
-    path.write_bytes(b"The model learns \xff\xfe weights.\nIt runs at every depth.\n\n"
-                     b"Sentence order \xc3 prediction swaps segments.\r\nMasked tokens \xe2\x82 hide.\n")
-    summary = cpd.create_pretraining_data(str(path), [str(tmp_path / "o.tfrecord")], spm_model_file,
-                                          max_seq_length=32, dupe_factor=1)
+    totals = _totals_of_text(tmp_path, spm_model_file, "bytes",
+                             b"The model learns \xff\xfe weights.\nIt runs at every depth.\n\n"
+                             b"Sentence order \xc3 prediction swaps segments.\r\nMasked tokens \xe2\x82 hide.\n")
     # \xff and \xfe are one invalid byte each, \xc3 a truncated 2-byte and \xe2\x82 a truncated 3-byte sequence.
-    assert summary["totals"]["undecodable_bytes"] == 5
-    assert summary["totals"]["documents"] == 2 and summary["totals"]["sentences"] == 4
+    assert totals["undecodable_bytes"] == 5
+    assert totals["documents"] == 2 and totals["sentences"] == 4
 
 
 def test_carriage_returns_are_dropped_as_tf_gfile_reads_lines(tmp_path, spm_model_file):
-    crcrlf = tmp_path / "crcrlf.txt"
-    crcrlf.write_bytes(b"The model learns weights.\r\r\nIt runs at every depth.\r\r\n\r\r\n"
-                       b"Sentence order prediction swaps segments.\r\r\nMasked tokens hide.\r\r\n")
-    summary = cpd.create_pretraining_data(str(crcrlf), [str(tmp_path / "a.tfrecord")], spm_model_file,
-                                          max_seq_length=32, dupe_factor=1)
-    assert summary["totals"]["documents"] == 2 and summary["totals"]["sentences"] == 4
-    bare_cr = tmp_path / "bare_cr.txt"
-    bare_cr.write_bytes(b"The model learns\rweights.\nIt runs at every depth.\n")
-    summary = cpd.create_pretraining_data(str(bare_cr), [str(tmp_path / "b.tfrecord")], spm_model_file,
-                                          max_seq_length=32, dupe_factor=1)
-    assert summary["totals"]["documents"] == 1 and summary["totals"]["sentences"] == 2
+    totals = _totals_of_text(tmp_path, spm_model_file, "crcrlf",
+                             b"The model learns weights.\r\r\nIt runs at every depth.\r\r\n\r\r\n"
+                             b"Sentence order prediction swaps segments.\r\r\nMasked tokens hide.\r\r\n")
+    assert totals["documents"] == 2 and totals["sentences"] == 4
+    totals = _totals_of_text(tmp_path, spm_model_file, "bare_cr",
+                             b"The model learns\rweights.\nIt runs at every depth.\n")
+    assert totals["documents"] == 1 and totals["sentences"] == 2
 
 
 def test_missing_empty_and_blank_inputs_name_the_path(tmp_path, spm_model_file):

@@ -41,12 +41,16 @@ def ours(model, inputs):
             "mlm": outputs["mlm_logits"].numpy(), "sop": outputs["sop_logits"].numpy()}
 
 
+def torch_arguments(inputs):
+    """Our input names -> transformers' keyword arguments, as torch int64 tensors."""
+    return {hf_name: torch.tensor(inputs[name], dtype=torch.long) for name, hf_name in (
+        ("input_word_ids", "input_ids"), ("input_mask", "attention_mask"), ("input_type_ids", "token_type_ids"))}
+
+
 def theirs(hf_model, inputs):
     hf_model.eval()
     with torch.no_grad():
-        arguments = dict(input_ids=torch.tensor(inputs["input_word_ids"], dtype=torch.long),
-                         attention_mask=torch.tensor(inputs["input_mask"], dtype=torch.long),
-                         token_type_ids=torch.tensor(inputs["input_type_ids"], dtype=torch.long))
+        arguments = torch_arguments(inputs)
         base = hf_model.albert(**arguments)
         outputs = hf_model(**arguments)
     positions = inputs["masked_lm_positions"]
@@ -92,9 +96,7 @@ def test_encoder_export_loads_as_albert_model(tmp_path):
     assert not info["missing_keys"] and not info["unexpected_keys"], info
     inputs = padded_inputs()
     with torch.no_grad():
-        pooled = hf_model.eval()(input_ids=torch.tensor(inputs["input_word_ids"], dtype=torch.long),
-                                 attention_mask=torch.tensor(inputs["input_mask"], dtype=torch.long),
-                                 token_type_ids=torch.tensor(inputs["input_type_ids"], dtype=torch.long)).pooler_output
+        pooled = hf_model.eval()(**torch_arguments(inputs)).pooler_output
     expected = encoder({name: tf.constant(inputs[name]) for name in ("input_word_ids", "input_mask",
                                                                      "input_type_ids")})["pooled_output"]
     np.testing.assert_allclose(pooled.numpy(), expected.numpy(), atol=TOLERANCE)
@@ -171,9 +173,7 @@ def task_outputs_of_ours(model, inputs):
 def task_outputs_of_theirs(hf_model, inputs):
     hf_model.eval()
     with torch.no_grad():
-        outputs = hf_model(input_ids=torch.tensor(inputs["input_word_ids"], dtype=torch.long),
-                           attention_mask=torch.tensor(inputs["input_mask"], dtype=torch.long),
-                           token_type_ids=torch.tensor(inputs["input_type_ids"], dtype=torch.long))
+        outputs = hf_model(**torch_arguments(inputs))
     if hasattr(outputs, "start_logits"):
         return np.stack([outputs.start_logits.numpy(), outputs.end_logits.numpy()])
     return outputs.logits.numpy()
