@@ -20,6 +20,8 @@ finetuning_flags.define_finetuning_flags(
     learning_rate=5e-5, max_seq_length=512, train_step=1000, warmup_step=0,
     original_flags={"threshold_to_export": "not supported: the exported classifier serves its logits; apply a "
                                            "threshold to them where it is served"})
+# --help lists the shared flags with the script's own.
+flags.adopt_module_key_flags(finetuning_flags)
 flags.DEFINE_string("task_name", None, f"The GLUE task: {', '.join(glue.GLUE_TASKS)} (case-insensitive).")
 flags.DEFINE_string("data_dir", None, "The GLUE data directory (CoLA/, MRPC/, MNLI/, diagnostic/, ...).")
 flags.DEFINE_bool("tfds", False, "Read tensorflow-datasets glue/<task> (prepared locally) instead of --data_dir.")

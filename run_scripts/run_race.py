@@ -23,6 +23,8 @@ finetuning_flags.define_finetuning_flags(learning_rate=1e-5, max_seq_length=512,
                                                          "predict_file": original_flags.CACHED_FEATURES,
                                                          "task_name": "nothing to pass: run_race runs RACE",
                                                          "num_keep_checkpoint": "pass --keep_checkpoint_max"})
+# --help lists the shared flags with the script's own.
+flags.adopt_module_key_flags(finetuning_flags)
 flags.DEFINE_string("data_dir", None, "The directory holding RACE/ (or RACE/ itself).")
 flags.DEFINE_integer("max_qa_length", 128, "Tokens kept from the end of each question + option.")
 flags.DEFINE_bool("high_only", False, "Only the high-school questions.")

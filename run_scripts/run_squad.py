@@ -38,6 +38,8 @@ finetuning_flags.define_finetuning_flags(learning_rate=5e-5, max_seq_length=384,
                                                          "predict_feature_file": original_flags.CACHED_FEATURES,
                                                          "predict_feature_left_file": original_flags.CACHED_FEATURES,
                                                          "use_einsum": original_flags.NO_EINSUM_CHOICE})
+# --help lists the shared flags with the script's own.
+flags.adopt_module_key_flags(finetuning_flags)
 flags.DEFINE_string("train_file", None, "SQuAD JSON for training (train-v1.1.json), or tfds:squad/<v>:<split>.")
 flags.DEFINE_string("predict_file", None, "SQuAD JSON to evaluate / predict (dev-v1.1.json), or "
                     "tfds:squad/<v>:<split>.")
