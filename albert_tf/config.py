@@ -141,6 +141,9 @@ class AlbertConfig:
                          and f.name not in known)
         if missing:
             raise ValueError(f"Missing required key(s) {missing} in {source}.")
+        if isinstance(known.get("hidden_act"), str):
+            # The original's get_activation lowercases the name, so "GELU" or "Relu" configs work there.
+            known["hidden_act"] = known["hidden_act"].lower()
         return cls(**known, extra_keys=copy.deepcopy(extra))
 
     def to_dict(self) -> dict:

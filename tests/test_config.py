@@ -49,6 +49,11 @@ def test_layers_to_keep_survives_round_trip(tmp_path):
     assert json.loads(path.read_text())["layers_to_keep"] == [0, 3]
 
 
+def test_hidden_act_is_read_case_insensitively_as_the_original():
+    assert AlbertConfig.from_dict(dict(RELEASED_ALBERT_BASE_V2, hidden_act="GELU")).hidden_act == "gelu"
+    assert AlbertConfig.from_dict(dict(RELEASED_ALBERT_BASE_V2, hidden_act="Relu")).hidden_act == "relu"
+
+
 def test_unknown_key_is_named(tmp_path):
     path = tmp_path / "bad.json"
     path.write_text(json.dumps(dict(RELEASED_ALBERT_BASE_V2, hiden_size=3)))
