@@ -186,7 +186,8 @@ class _BertPackInputs(tf.Module):
 
     As the original's convert_single_example: `[CLS] a [SEP] b [SEP]` (type ids 0, then 1 from b on),
     the longer segment trimmed first (b on ties, which round-robin trimming gives too), zero padding;
-    a row whose b is empty is packed as `[CLS] a [SEP]` with room for seq_length - 2 tokens of a.
+    a row whose b is empty is packed as `[CLS] a [SEP]` with room for seq_length - 2 tokens of a, and a
+    row whose b the trimming empties (seq_length 3 or 4) as `[CLS] a [SEP]` with its trimmed a.
     """
 
     def __init__(self, special_ids: Dict[str, int], default_seq_length: int, name="bert_pack_inputs"):
@@ -206,16 +207,24 @@ class _BertPackInputs(tf.Module):
         with tf.control_dependencies([check]):
             seq_length = tf.identity(seq_length)
         segments = [tf.cast(segment, tf.int32) for segment in inputs]
-        packed = self._pack(segments, seq_length)
+        trimmed = self._trim(segments, seq_length)
+        packed = self._combine(trimmed, seq_length)
         if len(segments) == 1:
             return packed
-        single = self._pack(segments[:1], seq_length)
-        b_is_empty = (segments[1].row_lengths() == 0)[:, tf.newaxis]
-        return {key: tf.where(b_is_empty, single[key], value) for key, value in packed.items()}
+        # The original tests b after its truncation: a b trimmed away leaves `[CLS] a [SEP]`.
+        a_of_the_pair = self._combine(trimmed[:1], seq_length)
+        a_alone = self._combine(self._trim(segments[:1], seq_length), seq_length)
+        b_given = (segments[1].row_lengths() > 0)[:, tf.newaxis]
+        b_kept = (trimmed[1].row_lengths() > 0)[:, tf.newaxis]
+        return {key: tf.where(b_kept, value, tf.where(b_given, a_of_the_pair[key], a_alone[key]))
+                for key, value in packed.items()}
 
-    def _pack(self, segments, seq_length):
+    @staticmethod
+    def _trim(segments, seq_length):
         budget = seq_length - len(segments) - 1
-        trimmed = tf_text.RoundRobinTrimmer(max_seq_length=budget).trim(segments)
+        return tf_text.RoundRobinTrimmer(max_seq_length=budget).trim(segments)
+
+    def _combine(self, trimmed, seq_length):
         word_ids, type_ids = tf_text.combine_segments(trimmed, start_of_sequence_id=self._start_of_sequence_id,
                                                       end_of_segment_id=self._end_of_segment_id)
         input_word_ids, input_mask = tf_text.pad_model_inputs(word_ids, max_seq_length=seq_length,

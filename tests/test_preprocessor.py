@@ -144,17 +144,25 @@ def test_bert_pack_inputs_equals_glue_features(spm_model, preprocessor):
                                           err_msg=f"{task_name} {key}")
 
 
-def test_round_robin_trimming_keeps_what_the_original_truncation_keeps(preprocessor):
-    lengths = [(a, b) for a in range(0, 13) for b in range(1, 13)]
-    budget = 9
+@pytest.mark.parametrize("seq_length", [3, 4, 5, 12])
+def test_round_robin_trimming_keeps_what_the_original_truncation_keeps(preprocessor, seq_length):
+    lengths = [(a, b) for a in range(0, 13) for b in range(0, 13)]
     segment_a = tf.ragged.constant([list(range(10, 10 + a)) for a, _ in lengths], dtype=tf.int32)
     segment_b = tf.ragged.constant([list(range(50, 50 + b)) for _, b in lengths], dtype=tf.int32)
-    packed = preprocessor.bert_pack_inputs([segment_a, segment_b], seq_length=budget + 3)
+    packed = preprocessor.bert_pack_inputs([segment_a, segment_b], seq_length=seq_length)
     for row, (a, b) in enumerate(lengths):
+        # The original's convert_single_example: b is tested after its truncation.
         tokens_a, tokens_b = list(range(10, 10 + a)), list(range(50, 50 + b))
-        glue.truncate_seq_pair(tokens_a, tokens_b, budget)
-        expected = [2] + tokens_a + [3] + tokens_b + [3]
-        assert packed["input_word_ids"][row].numpy().tolist() == expected + [0] * (budget + 3 - len(expected))
+        if tokens_b:
+            glue.truncate_seq_pair(tokens_a, tokens_b, seq_length - 3)
+        else:
+            tokens_a = tokens_a[:seq_length - 2]
+        expected = [2] + tokens_a + [3] + (tokens_b + [3] if tokens_b else [])
+        types = [0] * (len(tokens_a) + 2) + [1] * (len(tokens_b) + 1 if tokens_b else 0)
+        padding = [0] * (seq_length - len(expected))
+        assert packed["input_word_ids"][row].numpy().tolist() == expected + padding, (a, b)
+        assert packed["input_type_ids"][row].numpy().tolist() == types + padding, (a, b)
+        assert packed["input_mask"][row].numpy().tolist() == [1] * len(expected) + padding, (a, b)
 
 
 def test_packing_matches_pretraining_instances(preprocessor):
