@@ -755,14 +755,15 @@ def save_checkpoint_directory(model, output_dir, format, global_step=None, vocab
     return output_dir
 
 
-_HEAD_OF_HF_ARCHITECTURE = {"AlbertForPreTraining": "pretraining", "AlbertForSequenceClassification": "classifier",
-                            "AlbertForMultipleChoice": "multiple_choice", "AlbertForQuestionAnswering": "squad"}
+# The transformers task architectures and the head of the model each converts into.
+_HEAD_OF_HF_TASK = {"AlbertForSequenceClassification": "classifier", "AlbertForMultipleChoice": "multiple_choice",
+                    "AlbertForQuestionAnswering": "squad"}
 
 
 def _auto_head(contents):
     for architecture in contents.hf_architectures:
-        if architecture in _HEAD_OF_HF_ARCHITECTURE and architecture != "AlbertForPreTraining":
-            return _HEAD_OF_HF_ARCHITECTURE[architecture]
+        if architecture in _HEAD_OF_HF_TASK:
+            return _HEAD_OF_HF_TASK[architecture]
     has_heads = any(name.startswith(PRETRAINING_HEAD_SCOPES) for name in contents.shapes)
     return "pretraining" if has_heads else "encoder"
 

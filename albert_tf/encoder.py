@@ -150,4 +150,3 @@ class AlbertEncoder(keras.Model):
     @classmethod
     def from_config(cls, config):
         return cls(**config)
-

@@ -78,6 +78,19 @@ def encode_pieces(sp_model: spm.SentencePieceProcessor, text: str) -> List[str]:
     return pieces
 
 
+def gfile_lines(data: bytes) -> List[bytes]:
+    """`data`'s lines as the original's tf.gfile reader gives them: every "\\r" dropped, only "\\n" ends a line.
+
+    Example:
+    >>> gfile_lines(b"a\\r\\nb\\rc\\n\\nd\\n")
+    [b'a', b'bc', b'', b'd']
+    """
+    lines = data.replace(b"\r", b"").split(b"\n")
+    if not lines[-1]:
+        lines.pop()
+    return lines
+
+
 def load_wordpiece_vocab(vocab_file: str) -> Dict[str, int]:
     """Reads a WordPiece vocabulary the original's way: first field of each line, first occurrence wins.
 
@@ -85,10 +98,7 @@ def load_wordpiece_vocab(vocab_file: str) -> Dict[str, int]:
     """
     vocab: Dict[str, int] = collections.OrderedDict()
     with open(vocab_file, "rb") as reader:
-        # As the original's tf.gfile reader: only "\n" ends a line, and every "\r" is dropped.
-        lines = reader.read().replace(b"\r", b"").decode("utf-8").split("\n")
-    if not lines[-1]:
-        lines.pop()
+        lines = [line.decode("utf-8") for line in gfile_lines(reader.read())]
     for line in lines:
         token = line.strip().split()[0] if line.strip() else " "
         if token not in vocab:

@@ -45,7 +45,7 @@ import tempfile
 import time
 from typing import Dict, Iterator, List, Optional, Sequence, Tuple, Union
 
-from albert_tf.tokenization import AlbertTokenizer
+from albert_tf.tokenization import AlbertTokenizer, gfile_lines
 from data_gen import build_vocab
 from data_gen._instances import (FEATURE_NAMES, InstanceOptions, SpecialIds, TrainingInstance,
                                  create_instances_from_document, create_masked_lm_predictions,
@@ -219,10 +219,9 @@ class _BlockReader:
         return documents
 
     def _read_text(self, data: bytes, documents: list, stats: collections.Counter) -> None:
-        # As the original's tf.gfile reader: only "\n" ends a line and every "\r" is dropped, so "\r\n" and
-        # "\r\r\n" endings read as "\n" and a bare "\r" joins the text around it.
+        # "\r\n" and "\r\r\n" endings read as "\n", and a bare "\r" joins the text around it.
         document: List[List[int]] = []
-        for raw_line in _split_lines(data.replace(b"\r", b"")):
+        for raw_line in gfile_lines(data):
             sentence = self.tokenizer.normalize(_decode(raw_line, stats))
             if not sentence:
                 if document:
