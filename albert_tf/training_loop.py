@@ -142,6 +142,8 @@ class Trainer:
     - `metrics_fn(model, batch) -> {name: (numerator, denominator)}`: float32 sums over this replica's batch;
       `evaluate` returns sum(numerator) / sum(denominator) over every batch and replica.
     - `predict_fn(model, batch) -> {name: tensor}`: per-example outputs with the batch as first axis.
+    The callbacks are traced without AutoGraph, which would convert the whole model (Keras included) on
+    every trace, seconds each: a branch or loop on a tensor's value is written with tf.cond or tf.while_loop.
 
     Example:
     >>> import numpy as np
@@ -205,7 +207,7 @@ class Trainer:
 
     def _compiled(self, replica_fn):
         """`replica_fn` compiled by XLA when the Trainer compiles, else as it is (traced by its caller)."""
-        return tf.function(replica_fn, jit_compile=True) if self._jit_compile else replica_fn
+        return tf.function(replica_fn, jit_compile=True, autograph=False) if self._jit_compile else replica_fn
 
     def _set_up_optimizer(self, optimizer):
         self.optimizer = optimizer
@@ -338,7 +340,7 @@ class Trainer:
                              "created without.")
         dataset = self._distribute(dataset_fn, global_batch_size, skip_steps=skip_steps,
                                    micro_batches=self._accumulation_steps)
-        train_loop = tf.function(self._train_loop)
+        train_loop = tf.function(self._train_loop, autograph=False)
         loop_inputs = (iter(dataset), self._trace_metric_structure())
         compiled = False
 
@@ -374,21 +376,21 @@ class Trainer:
 
     def _train_loop(self, iterator, num_steps, zero_metrics):
         """Up to `num_steps` steps in one tf.function; stops early after a step with a non-finite loss."""
-        steps_done = tf.constant(0)
-        loss_sum = tf.constant(0.0)
-        metric_sums = zero_metrics
-        learning_rate = tf.constant(0.0)
-        last_loss = tf.constant(0.0)
-        while steps_done < num_steps and tf.math.is_finite(last_loss):
+
+        def keep_going(steps_done, loss_sum, metric_sums, learning_rate, last_loss):
+            return tf.logical_and(steps_done < num_steps, tf.math.is_finite(last_loss))
+
+        def step(steps_done, loss_sum, metric_sums, learning_rate, last_loss):
             learning_rate = tf.cast(self._optimizer.learning_rate, tf.float32)
             loss, metrics = self.strategy.run(self._replica_train_step, args=(next(iterator),))
             # Every replica holds the same all-reduced values: read them from the first, without communication.
             last_loss = self.strategy.experimental_local_results(loss)[0]
-            metrics = {name: self.strategy.experimental_local_results(value)[0] for name, value in metrics.items()}
-            loss_sum += last_loss
-            metric_sums = {name: metric_sums[name] + metrics[name] for name in metric_sums}
-            steps_done += 1
-        return steps_done, loss_sum, metric_sums, learning_rate, last_loss
+            metric_sums = {name: metric_sums[name] + self.strategy.experimental_local_results(metrics[name])[0]
+                           for name in metric_sums}
+            return steps_done + 1, loss_sum + last_loss, metric_sums, learning_rate, last_loss
+
+        return tf.while_loop(keep_going, step, (tf.constant(0), tf.constant(0.0), zero_metrics, tf.constant(0.0),
+                                                tf.constant(0.0)))
 
     def _replica_train_step(self, batch):
         grads, loss, metrics = self._gradient_fn(batch)
@@ -461,16 +463,15 @@ class Trainer:
                         lambda: _shrink_scale(self._loss_scale_optimizer))
 
         if self._compile_update:
-            tf.function(apply, jit_compile=True)()
+            tf.function(apply, jit_compile=True, autograph=False)()
         else:
             apply()
         optimizer.iterations.assign_add(1)
 
     def _trace_metric_structure(self):
         """Zeros shaped like loss_fn's metrics (the training loop carries their sums), checked once."""
-        concrete = tf.function(lambda batch: self._loss_fn(self.model, batch)).get_concrete_function(
-            self._element_spec)
-        _, metrics = concrete.structured_outputs
+        loss_fn = tf.function(lambda batch: self._loss_fn(self.model, batch), autograph=False)
+        _, metrics = loss_fn.get_concrete_function(self._element_spec).structured_outputs
         return {name: tf.constant(0.0) for name in metrics}
 
     # ---- data ---------------------------------------------------------------------------------------
@@ -504,7 +505,7 @@ class Trainer:
                 return tf.nest.map_structure(
                     lambda value: self.strategy.reduce(tf.distribute.ReduceOp.SUM, value, axis=None), sums)
 
-            self._evaluate_functions[metrics_fn] = tf.function(evaluate_step, reduce_retracing=True)
+            self._evaluate_functions[metrics_fn] = tf.function(evaluate_step, reduce_retracing=True, autograph=False)
         evaluate_step = self._evaluate_functions[metrics_fn]
         totals = {}
         steps = 0
@@ -535,7 +536,7 @@ class Trainer:
                 outputs = self.strategy.run(replica_predict, args=(batch,))
                 return tf.nest.map_structure(lambda value: self.strategy.gather(value, axis=0), outputs)
 
-            self._predict_functions[predict_fn] = tf.function(predict_step, reduce_retracing=True)
+            self._predict_functions[predict_fn] = tf.function(predict_step, reduce_retracing=True, autograph=False)
         predict_step = self._predict_functions[predict_fn]
         chunks = {}
         for batch in self._distribute(dataset_fn, global_batch_size, skip_steps=0, micro_batches=1):
