@@ -19,7 +19,7 @@ from absl import app, flags, logging
 
 from albert_tf import benchmarking, host_allocator
 from albert_tf.config import load_config
-from albert_tf.recomputation import recompute_setting
+from albert_tf.training_flags import define_compute_flags, recompute_blocks_from_flags
 
 DATA_WORKLOADS = ("input_pipeline", "create_pretraining_data")
 WORKLOADS = benchmarking.MODEL_WORKLOADS + DATA_WORKLOADS
@@ -31,15 +31,9 @@ flags.DEFINE_string("albert_config_file", None, "An albert_config.json instead o
 flags.DEFINE_integer("batch_size", 8, "Sequences per step.")
 flags.DEFINE_integer("seq_length", 128, "Tokens per sequence.")
 flags.DEFINE_integer("max_predictions_per_seq", 20, "Masked-LM positions per sequence (pretraining).")
-flags.DEFINE_enum("mixed_precision", "float32", ["float32", "mixed_bfloat16", "mixed_float16"], "Dtype policy.")
-flags.DEFINE_bool("jit_compile", True, "Compile the model workloads with XLA.")
 flags.DEFINE_integer("steps", 10, "Timed steps per repeat.")
 flags.DEFINE_integer("warmup_steps", 2, "Untimed steps first (tracing, compilation).")
 flags.DEFINE_integer("repeats", 3, "Timed repeats; the median, min and max are reported.")
-flags.DEFINE_integer("steps_per_loop", 1, "Training steps per tf.function call (the Trainer's steps_per_loop).")
-flags.DEFINE_bool("recompute_blocks", False, "Train with block recomputation (less memory, more compute).")
-flags.DEFINE_integer("num_recomputed_blocks", 0, "Recompute only the first N applied blocks (0: all, with "
-                     "--recompute_blocks).")
 flags.DEFINE_enum("cpu_allocator", None, list(host_allocator.CPU_ALLOCATORS),
                   "TensorFlow's host allocator (TF_CPU_ALLOCATOR_USE_BFC); default: the caching one, as training "
                   "uses, unless the environment sets TF_CPU_ALLOCATOR_USE_BFC.")
@@ -56,6 +50,7 @@ flags.DEFINE_integer("dupe_factor", 2, "create_pretraining_data passes over the 
 flags.DEFINE_integer("num_workers", 1, "create_pretraining_data worker processes.")
 flags.DEFINE_integer("num_output_shards", 4, "Shards create_pretraining_data writes.")
 flags.DEFINE_string("work_dir", None, "Where the data workloads write (default: a temporary directory).")
+define_compute_flags()
 
 
 def _model_settings():
@@ -70,7 +65,7 @@ def _model_settings():
         max_predictions_per_seq=FLAGS.max_predictions_per_seq, mixed_precision=FLAGS.mixed_precision,
         jit_compile=FLAGS.jit_compile, steps=FLAGS.steps, warmup_steps=FLAGS.warmup_steps, repeats=FLAGS.repeats,
         steps_per_loop=FLAGS.steps_per_loop,
-        recompute_blocks=recompute_setting(FLAGS.recompute_blocks, FLAGS.num_recomputed_blocks))
+        recompute_blocks=recompute_blocks_from_flags())
 
 
 def _data_records(settings, work_dir):

@@ -9,14 +9,13 @@ import dataclasses
 from absl import flags, logging
 
 from albert_tf import checkpoint_io, hub_module
-from albert_tf.distribution import STRATEGY_NAMES
 from albert_tf import finetuning
 from albert_tf.finetuning import FinetuningOptions
 from albert_tf.optimization import OPTIMIZER_NAMES
 from albert_tf.original_flags import define_original_flags
-from albert_tf.recomputation import recompute_setting
 from albert_tf.tokenization import AlbertTokenizer
-from albert_tf.training_loop import MIXED_PRECISION_POLICIES, TrainingPreempted
+from albert_tf.training_flags import define_compute_flags, define_distribution_flags, recompute_blocks_from_flags
+from albert_tf.training_loop import TrainingPreempted
 
 FLAGS = flags.FLAGS
 
@@ -63,19 +62,8 @@ def define_finetuning_flags(*, learning_rate, max_seq_length, train_step=None, w
     flags.DEFINE_float("dropout_prob", 0.1, "Dropout on the pooled output before the task head (the original's "
                        "0.1).")
     flags.DEFINE_string("export_dir", None, "Export the fine-tuned model here as a SavedModel (serving_default).")
-    flags.DEFINE_enum("strategy", "one_device", STRATEGY_NAMES, "tf.distribute strategy.")
-    flags.DEFINE_string("tpu", None, "Cloud TPU name or grpc:// address for --strategy=tpu.")
-    flags.DEFINE_integer("steps_per_loop", 1, "Training steps per tf.function call (use more on TPUs).")
-    flags.DEFINE_bool("jit_compile", True, "Compile training, evaluation and prediction with XLA (--nojit_compile: "
-                      "TensorFlow's own kernels).")
-    flags.DEFINE_bool("recompute_blocks", False, "Re-run each transformer block in the backward pass instead of "
-                      "storing its activations: less memory, about a third more compute.")
-    flags.DEFINE_integer("num_recomputed_blocks", 0, "Recompute only the first N applied blocks (with or without "
-                         "--recompute_blocks): each saves about its activations for a ninth of its compute; 0 "
-                         "recomputes all of them with --recompute_blocks.")
-    flags.DEFINE_enum("mixed_precision", "float32", MIXED_PRECISION_POLICIES, "Keras dtype policy.")
-    flags.DEFINE_integer("seed", 12345, "Seed for initialisation, dropout and shuffling.")
-    flags.DEFINE_bool("deterministic", False, "Make TensorFlow ops deterministic (slower).")
+    define_compute_flags()
+    define_distribution_flags()
     define_original_flags({"albert_hub_module_handle": "pass --hub_module_handle (an export of "
                            "run_scripts.export_to_tfhub) or, for an original TF1 hub module, --init_checkpoint",
                            **(original_flags or {})})
@@ -101,7 +89,7 @@ def finetuning_options(**overrides) -> FinetuningOptions:
     values = {name: FLAGS[name].value for name in names}
     values.update(train_step=train_step, num_train_epochs=num_train_epochs, warmup_step=warmup_step or 0,
                   warmup_proportion=warmup_proportion,
-                  recompute_blocks=recompute_setting(FLAGS.recompute_blocks, FLAGS.num_recomputed_blocks))
+                  recompute_blocks=recompute_blocks_from_flags())
     values.update(overrides)
     return FinetuningOptions(**values)
 

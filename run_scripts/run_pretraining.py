@@ -12,7 +12,8 @@ from albert_tf import host_allocator
 from albert_tf.config import load_config
 from albert_tf.original_flags import define_original_flags
 from albert_tf.pretraining import Pretraining, PretrainingOptions
-from albert_tf.recomputation import recompute_setting
+from albert_tf.training_flags import (define_compute_flags, define_distribution_flags,
+                                      recompute_blocks_from_flags)
 from albert_tf.training_loop import NonFiniteLossError, TrainingPreempted
 from data_gen.pretraining_input import pretraining_dataset_fn
 
@@ -42,22 +43,10 @@ flags.DEFINE_bool("init_from_group0", False, "Initialise every group from group 
 # Added by albert-tf.
 flags.DEFINE_string("preset", None, "A named config instead of --albert_config_file, e.g. albert-base.")
 flags.DEFINE_string("eval_input_file", None, "Evaluation TFRecords (default: --input_file, as the original).")
-flags.DEFINE_enum("strategy", "one_device", ["one_device", "mirrored", "multi_worker_mirrored", "tpu"],
-                  "tf.distribute strategy; multi_worker_mirrored reads TF_CONFIG.")
-flags.DEFINE_string("tpu", None, "TPU name or grpc:// address for --strategy=tpu.")
-flags.DEFINE_integer("steps_per_loop", 1, "Training steps inside one tf.function call.")
-flags.DEFINE_bool("jit_compile", True, "Compile training and evaluation with XLA (--nojit_compile: "
-                  "TensorFlow's own kernels).")
-flags.DEFINE_bool("recompute_blocks", False, "Re-run each transformer block in the backward pass instead of "
-                  "storing its activations: less memory, about a third more compute.")
-flags.DEFINE_integer("num_recomputed_blocks", 0, "Recompute only the first N applied blocks (with or without "
-                     "--recompute_blocks): each saves about its activations for a ninth of its compute; 0 "
-                     "recomputes all of them with --recompute_blocks.")
-flags.DEFINE_enum("mixed_precision", "float32", ["float32", "mixed_bfloat16", "mixed_float16"], "Dtype policy.")
 flags.DEFINE_integer("gradient_accumulation_steps", 1, "Micro-batches per optimizer step.")
-flags.DEFINE_integer("seed", 12345, "Random seed (data order, initialisation, dropout).")
-flags.DEFINE_bool("deterministic", False, "Enable TF op determinism (slower; exact resumes).")
 flags.DEFINE_integer("log_every_steps", 100, "Log loss, learning rate, throughput and ETA this often.")
+define_compute_flags()
+define_distribution_flags()
 define_original_flags({"masked_lm_budget": "not supported: the original's masked_lm_budget mode was "
                                            "unfinished"})
 flags.mark_flags_as_required(["input_file", "output_dir"])
@@ -69,9 +58,8 @@ def main(argv):
     if not FLAGS.do_train and not FLAGS.do_eval:
         raise app.UsageError("At least one of --do_train or --do_eval must be set.")
     config = load_config(FLAGS.albert_config_file, FLAGS.preset)
-    recompute_blocks = recompute_setting(FLAGS.recompute_blocks, FLAGS.num_recomputed_blocks)
     options = PretrainingOptions(**{field: getattr(FLAGS, field) for field in PretrainingOptions.__dataclass_fields__
-                                    if field != "recompute_blocks"}, recompute_blocks=recompute_blocks)
+                                    if field != "recompute_blocks"}, recompute_blocks=recompute_blocks_from_flags())
     run = Pretraining(config, options)
     lengths = dict(max_seq_length=FLAGS.max_seq_length, max_predictions_per_seq=FLAGS.max_predictions_per_seq)
     if FLAGS.do_train:

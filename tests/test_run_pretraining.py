@@ -147,3 +147,11 @@ def test_script_errors(records, tmp_path):
     assert original.returncode != 0
     assert "--use_tpu is a flag of the original scripts that albert-tf does not have: pass --strategy=tpu" \
         in original.stderr and "--iterations_per_loop" in original.stderr
+
+
+@pytest.mark.parametrize("script", ["run_pretraining", "run_glue"])
+def test_help_lists_the_shared_training_flags(script):
+    help_text = subprocess.run([sys.executable, "-m", f"run_scripts.{script}", "--help"], capture_output=True,
+                               text=True, timeout=120).stdout
+    for name in ("--[no]jit_compile", "--num_recomputed_blocks", "--strategy", "--seed", "--mixed_precision"):
+        assert name in help_text, name
