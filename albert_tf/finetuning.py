@@ -19,7 +19,7 @@ import json
 import os
 import re
 import uuid
-from typing import Callable, Dict, Optional, Sequence, Union
+from typing import Callable, Dict, Mapping, Optional, Sequence, Union
 
 import keras
 import numpy as np
@@ -76,6 +76,8 @@ class FinetuningTask:
       `per_example_loss` to get the evaluation `loss`.
     - `compute_metrics(split, outputs) -> {name: float}` from the numpy predictions of an eval split.
     - `best_metric`: the metric (higher is better) that picks the best checkpoint, on the first eval split.
+    - `original_metric_names`: {the original script's name: ours} of metrics that eval_results.txt also
+      lists under the original's name (e.g. `eval_accuracy` for `accuracy`), for readers of the original's file.
     - `write_eval_predictions(path, split, outputs)` and `write_predictions(output_dir, split, outputs)`:
       write what the benchmark reads; the first gets the file path, the second the directory.
     - `serving_fn(model, inputs) -> {name: tensor}`: the exported signature's outputs.
@@ -94,6 +96,7 @@ class FinetuningTask:
     write_eval_predictions: Optional[Callable[[str, DataSplit, Outputs], None]] = None
     write_predictions: Optional[Callable[[str, DataSplit, Outputs], None]] = None
     serving_fn: Optional[Callable] = None
+    original_metric_names: Mapping[str, str] = dataclasses.field(default_factory=dict)
 
 
 @dataclasses.dataclass
@@ -452,6 +455,17 @@ def _evaluate_splits(trainer, task, options):
     return metrics, outputs_by_split
 
 
+def with_original_names(metrics: Mapping[str, float], original_metric_names: Mapping[str, str]) -> Dict[str, float]:
+    """`metrics` plus each metric that `original_metric_names` ({original: ours}) names, under its original name.
+
+    Example:
+    >>> with_original_names({"accuracy": 0.5, "loss": 0.7}, {"eval_accuracy": "accuracy", "eval_loss": "loss"})
+    {'accuracy': 0.5, 'loss': 0.7, 'eval_accuracy': 0.5, 'eval_loss': 0.7}
+    """
+    return {**metrics, **{original: metrics[ours] for original, ours in original_metric_names.items()
+                          if ours in metrics}}
+
+
 def _evaluate_checkpoints(trainer, task, options, train_steps):
     paths = _checkpoints_to_evaluate(options, train_steps)
     if not paths:
@@ -467,8 +481,9 @@ def _evaluate_checkpoints(trainer, task, options, train_steps):
             metrics["global_step"] = _checkpoint_step(path) if path else 0
             logging.info("Eval of %s: %s", path or "the initial weights", metrics)
             text.write(f"checkpoint = {path}\n")
-            for name in sorted(metrics):
-                text.write(f"{name} = {metrics[name]}\n")
+            lines = with_original_names(metrics, task.original_metric_names)
+            for name in sorted(lines):
+                text.write(f"{name} = {lines[name]}\n")
             final = (path, metrics, outputs_by_split)
             if best is None or metrics[task.best_metric] > best[1][task.best_metric]:
                 best = final

@@ -380,6 +380,22 @@ def compute_metrics(task: GlueTask, predictions, labels) -> Dict[str, float]:
     return {name: functions[name](predictions, labels) for name in task.metric_names}
 
 
+def original_metric_names(task: GlueTask) -> Dict[str, str]:
+    """{name in the original run_classifier's eval_results.txt: ours} for the task's dev metrics.
+
+    Example:
+    >>> original_metric_names(GLUE_TASKS["cola"])
+    {'eval_accuracy': 'accuracy', 'eval_loss': 'loss', 'matthew_corr': 'mcc'}
+    """
+    if task.is_regression:
+        # The per-example loss is the squared error, so the original's MSE and eval_loss were the same number.
+        return {"MSE": "loss", "eval_loss": "loss"}
+    names = {"eval_accuracy": "accuracy", "eval_loss": "loss"}
+    if task.name == "cola":
+        names["matthew_corr"] = "mcc"
+    return names
+
+
 def prediction_strings(task: GlueTask, predictions) -> List[str]:
     """Predictions as GLUE's submission labels: the label string, or the STS-B score."""
     if task.is_regression:

@@ -1,7 +1,8 @@
 """Fine-tunes ALBERT on a GLUE task: python -m run_scripts.run_glue --task_name=MRPC --data_dir=glue_data ...
 
 Reads the GLUE data directory (the original file layout) or, with --tfds, tensorflow-datasets glue/<task>
-prepared locally. Writes eval_results.{txt,json} and eval_predictions.tsv (dev), and with --do_predict the
+prepared locally. Writes eval_results.{txt,json} (the .txt also under the original run_classifier's names,
+e.g. eval_accuracy) and eval_predictions.tsv (dev), and with --do_predict the
 GLUE submission file(s) (e.g. MRPC.tsv; MNLI writes MNLI-m.tsv, MNLI-mm.tsv and, when the diagnostic
 data is there, AX.tsv).
 """
@@ -107,7 +108,8 @@ def _glue_task(task, options, tokenizer):
         loss_fn=finetuning.regression_loss_fn if regression else finetuning.classification_loss_fn,
         predict_fn=finetuning.regression_predict_fn if regression else finetuning.classification_predict_fn,
         serving_fn=finetuning.regression_serving_fn if regression else finetuning.classification_serving_fn,
-        compute_metrics=compute_metrics, best_metric=task.best_metric, train_data=train, eval_splits=evaluation,
+        compute_metrics=compute_metrics, best_metric=task.best_metric,
+        original_metric_names=glue.original_metric_names(task), train_data=train, eval_splits=evaluation,
         predict_splits=prediction, write_eval_predictions=write_eval_predictions,
         write_predictions=write_predictions)
 

@@ -1,8 +1,9 @@
 """Fine-tunes ALBERT on RACE: python -m run_scripts.run_race --data_dir=race_data --output_dir=... --do_train
 
 Reads RACE/{train,dev,test}/{middle,high}/*.txt (per-article files or the merged all.txt). Writes
-eval_results.{txt,json} (accuracy, accuracy_middle, accuracy_high) and eval_predictions.tsv on dev; with
---do_predict, test_predictions.tsv and the test accuracies in predict_results.{txt,json}.
+eval_results.{txt,json} (accuracy, accuracy_middle, accuracy_high, loss; the .txt also under the original's
+names eval_accuracy and eval_loss) and eval_predictions.tsv on dev; with --do_predict, test_predictions.tsv and
+the test accuracies and loss in predict_results.{txt,json}.
 """
 
 import os
@@ -30,6 +31,8 @@ flags.DEFINE_integer("max_qa_length", 128, "Tokens kept from the end of each que
 flags.DEFINE_bool("high_only", False, "Only the high-school questions.")
 flags.DEFINE_bool("middle_only", False, "Only the middle-school questions.")
 flags.mark_flag_as_required("data_dir")
+# The original run_race's names, which eval_results.txt and predict_results also list.
+ORIGINAL_METRIC_NAMES = {"eval_accuracy": "accuracy", "eval_loss": "loss"}
 
 
 def _race_task(options, tokenizer):
@@ -52,8 +55,10 @@ def _race_task(options, tokenizer):
 
     def write_predictions(output_dir, split, outputs):
         predictions, results = scores(split, outputs)
+        results["loss"] = float(np.mean(outputs["per_example_loss"]))
         race.write_predictions(os.path.join(output_dir, "test_predictions.tsv"), examples[split.name], predictions)
-        race.write_results(os.path.join(output_dir, "predict_results"), results)
+        race.write_results(os.path.join(output_dir, "predict_results"),
+                           finetuning.with_original_names(results, ORIGINAL_METRIC_NAMES))
         logging.info("Test results: %s", results)
 
     choices = tf.TensorSpec([None, len(race.ANSWER_LETTERS), options.max_seq_length], tf.int32)
@@ -65,6 +70,7 @@ def _race_task(options, tokenizer):
         loss_fn=finetuning.classification_loss_fn, predict_fn=finetuning.classification_predict_fn,
         serving_fn=finetuning.classification_serving_fn,
         compute_metrics=lambda split, outputs: scores(split, outputs)[1], best_metric="accuracy",
+        original_metric_names=ORIGINAL_METRIC_NAMES,
         train_data=load("train") if options.do_train else None,
         eval_splits=[load("dev")] if options.do_eval else [],
         predict_splits=[load("test")] if options.do_predict else [],

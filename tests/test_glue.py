@@ -208,6 +208,16 @@ def test_metrics_as_glue_reports_them():
     assert glue.prediction_strings(glue.get_task("mnli"), [2, 0]) == ["neutral", "contradiction"]
 
 
+def test_eval_results_also_use_the_original_run_classifiers_names():
+    # The original's keys: eval_accuracy and eval_loss; CoLA adds matthew_corr; STS-B has pearson, MSE and
+    # eval_loss (its per-example loss is the squared error).
+    assert glue.original_metric_names(glue.get_task("sts-b")) == {"MSE": "loss", "eval_loss": "loss"}
+    assert glue.original_metric_names(glue.get_task("mnli")) == {"eval_accuracy": "accuracy", "eval_loss": "loss"}
+    for name, task in glue.GLUE_TASKS.items():
+        if task.metric_names:
+            assert set(glue.original_metric_names(task).values()) <= {*task.metric_names, "loss"}, name
+
+
 def test_changing_max_seq_length_rebuilds_the_cached_features(glue_dir, tokenizer, tmp_path):
     task = glue.get_task("qqp")
     _, first = glue.load_split(task, "train", tokenizer, 16, str(tmp_path), data_dir=glue_dir)
@@ -270,6 +280,11 @@ def test_run_glue_learns_writes_predictions_and_restarts_from_a_tf1_checkpoint(t
               "--save_checkpoints_steps=30", "--steps_per_loop=30", "--dropout_prob=0.0")
     results = json.loads((tmp_path / "run" / "eval_results.json").read_text())
     assert results["global_step"] == 60 and results["accuracy"] > 0.9 and results["f1"] > 0.9
+    # The last checkpoint's block of eval_results.txt also has the original run_classifier's names.
+    text = dict(line.split(" = ", 1) for line in (tmp_path / "run" / "eval_results.txt").read_text().splitlines()
+                if " = " in line)
+    assert float(text["eval_accuracy"]) == pytest.approx(results["accuracy"])
+    assert float(text["eval_loss"]) == pytest.approx(results["loss"]) and "matthew_corr" not in text
 
     submission = (tmp_path / "run" / "MRPC.tsv").read_text().splitlines()
     assert submission[0] == "index\tprediction" and len(submission) == 13

@@ -158,7 +158,12 @@ def test_run_race_learns_and_restarts_from_its_own_checkpoint(tmp_path, tokenize
     assert results["global_step"] == 60 and results["accuracy"] > 0.9
     assert results["accuracy_middle"] > 0.8 and results["accuracy_high"] > 0.8
     test_results = json.loads((tmp_path / "run" / "predict_results.json").read_text())
-    assert test_results["accuracy"] > 0.8
+    assert test_results["accuracy"] > 0.8 and test_results["eval_accuracy"] == test_results["accuracy"]
+    assert test_results["eval_loss"] == test_results["loss"] > 0.0
+    text = dict(line.split(" = ", 1) for line in (tmp_path / "run" / "eval_results.txt").read_text().splitlines()
+                if " = " in line)
+    assert float(text["eval_accuracy"]) == pytest.approx(results["accuracy"])
+    assert float(text["eval_loss"]) == pytest.approx(results["loss"])
     rows = [row.split("\t") for row in (tmp_path / "run" / "test_predictions.tsv").read_text().splitlines()]
     assert rows[0] == ["id", "level", "prediction", "label"] and len(rows) == 1 + 16
     assert {row[2] for row in rows[1:]} <= set("ABCD") and rows[1][0] == "middle0.txt-0"
