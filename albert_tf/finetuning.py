@@ -19,7 +19,7 @@ import json
 import os
 import re
 import uuid
-from typing import Callable, Dict, Mapping, Optional, Sequence, Union
+from typing import Callable, Dict, Mapping, Optional, Sequence
 
 import keras
 import numpy as np
@@ -30,7 +30,7 @@ from albert_tf import checkpoint_io, hub_module
 from albert_tf.config import AlbertConfig, load_config
 from albert_tf.distribution import get_strategy
 from albert_tf.optimization import OPTIMIZER_NAMES, create_optimizer
-from albert_tf.training_loop import Trainer, enable_determinism, set_mixed_precision
+from albert_tf.training_loop import Trainer, TrainingSettings, enable_determinism, set_mixed_precision
 
 BEST_DIR_NAME = "best"
 BEST_CHECKPOINT_NAME = "ckpt-best"
@@ -100,7 +100,7 @@ class FinetuningTask:
 
 
 @dataclasses.dataclass
-class FinetuningOptions:
+class FinetuningOptions(TrainingSettings):
     """The fine-tuning flags the scripts share (run_scripts/finetuning_flags.py), with the original's names.
 
     Give `train_step` (with `warmup_step`) or `num_train_epochs` (with `warmup_proportion`); the original
@@ -136,14 +136,6 @@ class FinetuningOptions:
     eval_every_checkpoint: bool = False
     dropout_prob: float = 0.1
     export_dir: Optional[str] = None
-    strategy: str = "one_device"
-    tpu: Optional[str] = None
-    steps_per_loop: int = 1
-    jit_compile: bool = True
-    recompute_blocks: Union[bool, int] = False
-    mixed_precision: str = "float32"
-    seed: int = 12345
-    deterministic: bool = False
 
 
 # ---- loss and prediction functions shared by the classification-style tasks ------------------------

@@ -7,7 +7,7 @@ functions (from data_gen.pretraining_input), so this module stays free of data-f
 import dataclasses
 import json
 import os
-from typing import Callable, Dict, Optional, Union
+from typing import Callable, Dict, Optional
 
 import numpy as np
 import tensorflow as tf
@@ -18,7 +18,8 @@ from albert_tf.distribution import get_strategy
 from albert_tf.optimization import create_optimizer
 from albert_tf.pretrainer import AlbertPretrainer
 from albert_tf.pretraining_losses import pretraining_loss, pretraining_metric_sums
-from albert_tf.training_loop import Trainer, enable_determinism, set_mixed_precision, write_scalars
+from albert_tf.training_loop import (Trainer, TrainingSettings, enable_determinism, set_mixed_precision,
+                                     write_scalars)
 
 CONFIG_FILE_NAME = "albert_config.json"
 BEST_METRIC = "masked_lm_accuracy"
@@ -29,7 +30,7 @@ DatasetFn = Callable[[Optional[tf.distribute.InputContext], int, int], tf.data.D
 
 
 @dataclasses.dataclass
-class PretrainingOptions:
+class PretrainingOptions(TrainingSettings):
     """The original run_pretraining.py flags (same names and defaults) plus this project's additions."""
 
     output_dir: str
@@ -48,15 +49,7 @@ class PretrainingOptions:
     keep_checkpoint_max: int = 5
     max_eval_steps: int = 100
     init_from_group0: bool = False
-    strategy: str = "one_device"
-    tpu: Optional[str] = None
-    steps_per_loop: int = 1
-    jit_compile: bool = True
-    recompute_blocks: Union[bool, int] = False
-    mixed_precision: str = "float32"
     gradient_accumulation_steps: int = 1
-    seed: int = 12345
-    deterministic: bool = False
     log_every_steps: int = 100
 
 

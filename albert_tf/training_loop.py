@@ -9,11 +9,13 @@ optimizer's `update_step` to every variable that has a gradient. The optimizer's
 step counter; checkpoints resume it with the optimizer slots, the schedule and the data position.
 """
 
+import dataclasses
 import datetime
 import os
 import signal
 import threading
 import time
+from typing import Optional, Union
 
 import keras
 import numpy as np
@@ -118,6 +120,21 @@ def enable_determinism(seed):
     """
     keras.utils.set_random_seed(seed)
     tf.config.experimental.enable_op_determinism()
+
+
+@dataclasses.dataclass(kw_only=True)
+class TrainingSettings:
+    """How a run trains, whatever it trains: the fields PretrainingOptions and FinetuningOptions share, set
+    by the flags of albert_tf/training_flags.py (keyword-only, so each subclass keeps its own field order)."""
+
+    strategy: str = "one_device"
+    tpu: Optional[str] = None
+    steps_per_loop: int = 1
+    jit_compile: bool = True
+    recompute_blocks: Union[bool, int] = False
+    mixed_precision: str = "float32"
+    seed: int = 12345
+    deterministic: bool = False
 
 
 class Trainer:
