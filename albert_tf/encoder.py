@@ -134,13 +134,13 @@ class AlbertEncoder(keras.Model):
 
         num_blocks = len(self.sharing_plan.blocks)
         recomputed = num_recomputed_blocks(self.recompute_blocks, num_blocks) if training else 0
-        encoder_outputs = run_blocks_recomputed(run_block, recomputed, hidden, attention_bias) if recomputed else []
-        if encoder_outputs:
+        encoder_outputs = []
+        if recomputed:
+            encoder_outputs = run_blocks_recomputed(run_block, recomputed, hidden, attention_bias)
             hidden = encoder_outputs[-1]
         for index in range(recomputed, num_blocks):
             hidden = run_block(index, hidden, attention_bias)
             encoder_outputs.append(hidden)
-        hidden = encoder_outputs[-1]
         pooled_output = self.pooler(hidden[:, 0])
         return {"sequence_output": hidden, "pooled_output": pooled_output, "encoder_outputs": encoder_outputs}
 

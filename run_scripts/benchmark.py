@@ -64,8 +64,7 @@ def _model_settings():
         config=config.to_dict(), model_name=model_name, batch_size=FLAGS.batch_size, seq_length=FLAGS.seq_length,
         max_predictions_per_seq=FLAGS.max_predictions_per_seq, mixed_precision=FLAGS.mixed_precision,
         jit_compile=FLAGS.jit_compile, steps=FLAGS.steps, warmup_steps=FLAGS.warmup_steps, repeats=FLAGS.repeats,
-        steps_per_loop=FLAGS.steps_per_loop,
-        recompute_blocks=recompute_blocks_from_flags())
+        steps_per_loop=FLAGS.steps_per_loop, recompute_blocks=recompute_blocks_from_flags())
 
 
 def _data_records(settings, work_dir):
