@@ -4,8 +4,8 @@
 the same order as the original. The original draws the n-gram length from the unseeded global numpy RNG;
 here it comes from a second seeded `random.Random` (`ngram_rng`), by the same inverse-CDF rule as
 `np.random.choice`, so output is reproducible. The original's `do_permutation` branch (off by default,
-never used for the released models) is not reproduced, nor is the second shuffle of the n-gram list that
-only that branch reads.
+never used for the released models) is not reproduced; the second shuffle of the n-gram list that only
+that branch reads is, because the original draws it whatever the flag says.
 
 A token travels as one int, `token_id << 1 | is_start_piece`, so chunking and truncation move the id and its
 whole-word flag together.
@@ -284,6 +284,9 @@ def create_masked_lm_predictions(ids: Sequence[int], starts: Sequence[bool], sep
             else:
                 output_ids[index] = rng.randint(0, special_ids.vocab_size - 1)
             masked.append((index, ids[index]))
+    # The original shuffles its n-gram list again here for do_permutation, whatever the flag; the draws keep
+    # the rest of the document's instances on the original's random stream.
+    rng.shuffle(visit_order)
     masked.sort()
     return output_ids, [index for index, _ in masked], [label for _, label in masked], token_boundary
 

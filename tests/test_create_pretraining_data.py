@@ -211,6 +211,28 @@ def test_ngram_length_histogram(favor_shorter_ngram, probabilities):
     assert scipy.stats.chisquare(counts, np.array(probabilities) * counts.sum()).pvalue > P_VALUE_FLOOR
 
 
+def test_masking_leaves_the_random_stream_where_the_original_does():
+    # Unigrams only: the original shuffles its candidates, draws one to three numbers for each masked
+    # token in visiting order, then shuffles the candidates again (for do_permutation, whatever the flag).
+    options = cpd.InstanceOptions(max_seq_length=40, max_predictions_per_seq=5, ngram=1)
+    ids = [SPECIAL_IDS.cls_id] + list(range(10, 30)) + [SPECIAL_IDS.sep_id] + list(range(30, 45)) + [SPECIAL_IDS.sep_id]
+    starts = [True] * len(ids)
+    num_candidates = len(ids) - 3
+    for seed in range(20):
+        rng = random.Random(seed)
+        output, positions, _, _ = cpd.create_masked_lm_predictions(ids, starts, (0, 21, len(ids) - 1), options,
+                                                                   SPECIAL_IDS, rng, random.Random(seed))
+        original = random.Random(seed)
+        order = [index for index in range(len(ids)) if index not in (0, 21, len(ids) - 1)]
+        original.shuffle(order)
+        for index in order[:len(positions)]:
+            if original.random() >= 0.8 and original.random() >= 0.5:
+                assert output[index] == original.randint(0, SPECIAL_IDS.vocab_size - 1)
+        assert sorted(order[:len(positions)]) == positions
+        original.shuffle(list(range(num_candidates)))
+        assert rng.getstate() == original.getstate()
+
+
 def test_whole_word_candidates_and_token_boundary():
     # [CLS] w1=(10 11 12) w2=(13) [SEP] w3=(14 15) [SEP]
     ids = [2, 10, 11, 12, 13, 3, 14, 15, 3]
