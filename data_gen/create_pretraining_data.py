@@ -62,6 +62,8 @@ DEFAULT_BLOCK_BYTES = 4 << 20
 _SHARD_SUFFIX = "-%05d-of-%05d"
 _SPOOL_PART_BYTES = 256 << 20
 _PROGRESS_SECONDS = 10.0
+# Below this many documents a block is too small a pool for the random segment B and the document shuffle.
+_FEW_DOCUMENTS_PER_BLOCK = 20
 _LABEL_MEANING = "next_sentence_labels: 0 = segments in order, 1 = swapped (SOP) or random B (NSP)"
 
 
@@ -124,6 +126,8 @@ class _Segment:
 class _Block:
     index: int
     segments: Tuple[_Segment, ...]
+    # As the scanner counts them; the reader's exact blank-line test can only find more.
+    num_documents: int = dataclasses.field(default=0, compare=False)
 
     @property
     def num_bytes(self) -> int:
@@ -150,7 +154,7 @@ def _scan_blocks(input_files: Sequence[str], input_format: str, budget: int) -> 
     """
     blocks: List[_Block] = []
     segments: List[_Segment] = []
-    block_size = 0
+    block_size = block_documents = 0
     block_has_document = False
     scanned_bytes, last_log = 0, time.time()
     for path in input_files:
@@ -173,26 +177,30 @@ def _scan_blocks(input_files: Sequence[str], input_format: str, budget: int) -> 
                         continue
                     if in_document:
                         file_documents += 1
+                        block_documents += 1
                         in_document = False
                 elif not blank:
                     file_documents += 1
+                    block_documents += 1
                     block_has_document = True
                 if block_has_document and block_size >= budget:
                     segments.append(_Segment(path, segment_start, offset, segment_line))
-                    blocks.append(_Block(len(blocks), tuple(segments)))
-                    segments, block_size, block_has_document = [], 0, False
+                    blocks.append(_Block(len(blocks), tuple(segments), block_documents))
+                    segments, block_size, block_documents, block_has_document = [], 0, 0, False
                     segment_start, segment_line = offset, line_number + 1
         if in_document:
             file_documents += 1
+            block_documents += 1
         if file_documents == 0:
             raise ValueError(f"Input file {path!r} holds no documents: it is empty or blank.")
         if offset > segment_start:
             segments.append(_Segment(path, segment_start, offset, segment_line))
         scanned_bytes += offset
     if segments and block_has_document:
-        blocks.append(_Block(len(blocks), tuple(segments)))
+        blocks.append(_Block(len(blocks), tuple(segments), block_documents))
     elif segments and blocks:
-        blocks[-1] = _Block(blocks[-1].index, blocks[-1].segments + tuple(segments))
+        blocks[-1] = _Block(blocks[-1].index, blocks[-1].segments + tuple(segments),
+                            blocks[-1].num_documents + block_documents)
     return blocks
 
 
@@ -647,6 +655,7 @@ def _write_pending_shards(context: _WorkerContext, input_files: Sequence[str], o
     if empty_shards:
         logging.warning("%d shard(s) get no documents (the input has %d document blocks): %s",
                         len(empty_shards), len(blocks), ", ".join(empty_shards[:5]))
+    _warn_of_small_blocks(blocks, len(output_files))
     shard_tasks = {shard: [_Task(block, dupe_pass) for dupe_pass in range(context.options.dupe_factor)
                            for block in shard_blocks[shard]] for shard in pending}
     tasks = [task for shard in pending for task in shard_tasks[shard]]
@@ -662,6 +671,20 @@ def _write_pending_shards(context: _WorkerContext, input_files: Sequence[str], o
                 for block in shard_blocks[shard]:
                     os.remove(_token_cache_path(context.token_cache_directory, block.index))
     return progress.instances
+
+
+def _warn_of_small_blocks(blocks: Sequence[_Block], num_shards: int) -> None:
+    """Warns when splitting the input so that every shard gets a block left blocks of few documents."""
+    total_documents = sum(block.num_documents for block in blocks)
+    small = [block for block in blocks if block.num_documents < _FEW_DOCUMENTS_PER_BLOCK]
+    if len(blocks) > 1 and small and total_documents >= _FEW_DOCUMENTS_PER_BLOCK:
+        logging.warning(
+            "%d of %d blocks hold fewer than %d documents (the fewest: %d), because the input's %d documents are "
+            "split so that each of the %d output shards gets a block. Segment B of a one-segment chunk (and "
+            "with random_next_sentence any random B) comes from another document of the same block, or from "
+            "the same document in a block of one; write fewer output shards to draw from more documents.",
+            len(small), len(blocks), _FEW_DOCUMENTS_PER_BLOCK, min(block.num_documents for block in small),
+            total_documents, num_shards)
 
 
 def _prepare_work_directory(summary_file: str, settings: dict) -> str:

@@ -1,5 +1,6 @@
 """Pretraining instances: the original's semantics, the record format, determinism, resuming, bad input."""
 import json
+import logging
 import multiprocessing.pool
 import os
 import random
@@ -499,12 +500,28 @@ def test_passes_follow_each_other_so_copies_of_a_document_are_a_pass_apart(tmp_p
     assert set(documents[:12]) == set(documents[12:24]) == set(documents[24:]) == set(documents)
 
 
-def test_small_corpus_still_feeds_every_shard(tmp_path, spm_model_file):
-    corpus = write_corpus(str(tmp_path / "small.txt"), num_documents=8)
+def test_small_corpus_still_feeds_every_shard(tmp_path, spm_model_file, caplog):
+    corpus = write_corpus(str(tmp_path / "small.txt"), num_documents=40)
     outputs = cpd.output_shard_paths(str(tmp_path / "out" / "t.tfrecord"), 4)
-    summary = cpd.create_pretraining_data(corpus, outputs, spm_model_file, max_seq_length=64, dupe_factor=1)
+    with caplog.at_level(logging.WARNING):
+        summary = cpd.create_pretraining_data(corpus, outputs, spm_model_file, max_seq_length=64, dupe_factor=1)
     assert all(shard["documents"] >= 1 and shard["instances"] >= 1 for shard in summary["shards"])
-    assert summary["totals"]["documents"] == 8
+    assert summary["totals"]["documents"] == 40
+    # Blocks of about 10 documents: a small pool for the random segment B, which the user is told.
+    assert "4 of 4 blocks hold fewer than 20 documents" in caplog.text
+    assert "each of the 4 output shards gets a block" in caplog.text
+
+
+def test_blocks_count_their_documents_as_the_reader_finds_them(tmp_path):
+    path = tmp_path / "corpus.txt"
+    path.write_text("a\nb\n\nc\n \n\nd\ne\n\n\nf\n", encoding="utf-8")
+    for budget in (1, 4, 1000):
+        blocks = cpd._scan_blocks([str(path)], "text", budget)
+        assert sum(block.num_documents for block in blocks) == 4
+    assert [block.num_documents for block in cpd._scan_blocks([str(path)], "text", 1)] == [1, 1, 1, 1]
+    lines = tmp_path / "docs.jsonl"
+    lines.write_text('{"text": "x"}\n\n{"text": "y"}\n{"text": "z"}\n', encoding="utf-8")
+    assert [block.num_documents for block in cpd._scan_blocks([str(lines)], "jsonl", 1000)] == [3]
 
 
 # Input formats.
