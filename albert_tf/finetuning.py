@@ -132,7 +132,9 @@ class FinetuningOptions(TrainingSettings):
     num_train_epochs: Optional[float] = None
     warmup_proportion: Optional[float] = None
     save_checkpoints_steps: int = 1000
-    keep_checkpoint_max: int = 5
+    # None: every checkpoint with eval_every_checkpoint (the original's fine-tuning scripts kept them all),
+    # else the 5 most recent. 0 keeps every checkpoint.
+    keep_checkpoint_max: Optional[int] = None
     eval_every_checkpoint: bool = False
     dropout_prob: float = 0.1
     export_dir: Optional[str] = None
@@ -254,9 +256,12 @@ def _check_options(task: FinetuningTask, options: FinetuningOptions):
     if options.optimizer not in OPTIMIZER_NAMES:
         raise ValueError(f"Unknown --optimizer={options.optimizer!r}; allowed: {', '.join(OPTIMIZER_NAMES)}.")
     for name in ("train_batch_size", "eval_batch_size", "predict_batch_size", "save_checkpoints_steps",
-                 "keep_checkpoint_max", "steps_per_loop"):
+                 "steps_per_loop"):
         if getattr(options, name) < 1:
             raise ValueError(f"--{name} must be a positive integer, got {getattr(options, name)}.")
+    if options.keep_checkpoint_max is not None and options.keep_checkpoint_max < 0:
+        raise ValueError(f"--keep_checkpoint_max must be 0 (keep every checkpoint) or a positive integer, got "
+                         f"{options.keep_checkpoint_max}.")
     if not 0.0 <= options.dropout_prob < 1.0:
         raise ValueError(f"--dropout_prob must be in [0, 1), got {options.dropout_prob}.")
     needed = {"do_train": task.train_data, "do_eval": task.eval_splits, "do_predict": task.predict_splits}
@@ -328,7 +333,7 @@ def run_finetuning(task: FinetuningTask, options: FinetuningOptions) -> Dict[str
     trainer = Trainer(strategy, model, optimizer, task.loss_fn if options.do_train else None,
                       model_dir=options.output_dir, steps_per_loop=options.steps_per_loop,
                       jit_compile=options.jit_compile, save_checkpoints_steps=options.save_checkpoints_steps,
-                      keep_checkpoint_max=options.keep_checkpoint_max,
+                      keep_checkpoint_max=_checkpoints_kept(options),
                       summary_dir=os.path.join(options.output_dir, "train"))
     results = {}
     if options.do_train:
@@ -403,6 +408,12 @@ def _checkpoint_step(path):
     return int(match.group(1)) if match else 0
 
 
+def _checkpoints_kept(options):
+    if options.keep_checkpoint_max is not None:
+        return options.keep_checkpoint_max
+    return 0 if options.eval_every_checkpoint else 5
+
+
 def _checkpoints_to_evaluate(options, train_steps):
     state = tf.train.get_checkpoint_state(options.output_dir)
     paths = [path for path in (state.all_model_checkpoint_paths if state else [])
@@ -415,7 +426,8 @@ def _checkpoints_to_evaluate(options, train_steps):
         return paths[-1:]
     if train_steps and len(paths) < train_steps // options.save_checkpoints_steps:
         logging.warning("--eval_every_checkpoint evaluates the %d checkpoint(s) that still exist; "
-                        "--keep_checkpoint_max=%d deleted the older ones.", len(paths), options.keep_checkpoint_max)
+                        "--keep_checkpoint_max=%d deleted the older ones (0 keeps them all, as the original did).",
+                        len(paths), _checkpoints_kept(options))
     return paths
 
 
@@ -472,15 +484,16 @@ def _evaluate_checkpoints(trainer, task, options, train_steps):
             metrics, outputs_by_split = _evaluate_splits(trainer, task, options)
             metrics["global_step"] = _checkpoint_step(path) if path else 0
             logging.info("Eval of %s: %s", path or "the initial weights", metrics)
-            text.write(f"checkpoint = {path}\n")
-            lines = with_original_names(metrics, task.original_metric_names)
-            for name in sorted(lines):
-                text.write(f"{name} = {lines[name]}\n")
+            # The original's `best` line holds the best value before this checkpoint (-1 at first).
+            previous_best = best[1][task.best_metric] if best else -1
             final = (path, metrics, outputs_by_split)
             if best is None or metrics[task.best_metric] > best[1][task.best_metric]:
                 best = final
-            text.write(f"best_{task.best_metric} = {best[1][task.best_metric]} (global_step "
-                       f"{best[1]['global_step']})\n{'=' * 50}\n")
+            lines = with_original_names(metrics, task.original_metric_names)
+            lines.update({f"best_{task.best_metric}": best[1][task.best_metric],
+                          "best_global_step": best[1]["global_step"]})
+            text.write("".join(f"{name} = {lines[name]}\n" for name in sorted(lines)))
+            text.write(f"best = {previous_best}\n{'=' * 50}\n")
             text.flush()
     _write_json(os.path.join(options.output_dir, "eval_results.json"), final[1])
     _write_eval_predictions(task, options.output_dir, final[2])

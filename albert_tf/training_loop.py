@@ -186,10 +186,12 @@ class Trainer:
                  log_every_steps=100, summary_dir=None):
         for name, value in (("steps_per_loop", steps_per_loop),
                             ("gradient_accumulation_steps", gradient_accumulation_steps),
-                            ("save_checkpoints_steps", save_checkpoints_steps),
-                            ("keep_checkpoint_max", keep_checkpoint_max), ("log_every_steps", log_every_steps)):
+                            ("save_checkpoints_steps", save_checkpoints_steps), ("log_every_steps", log_every_steps)):
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise ValueError(f"Trainer {name} must be a positive integer, got {value!r}.")
+        if not isinstance(keep_checkpoint_max, int) or isinstance(keep_checkpoint_max, bool) or keep_checkpoint_max < 0:
+            raise ValueError("Trainer keep_checkpoint_max must be a non-negative integer (0 keeps every checkpoint), "
+                             f"got {keep_checkpoint_max!r}.")
         if not model.built or not model.variables:
             raise ValueError(f"Trainer needs a built model, but {model.name!r} has no variables yet; call it once "
                              "on a batch (or model.build(...)) under strategy.scope() first.")
@@ -265,7 +267,7 @@ class Trainer:
             write_dir = os.path.join(self.model_dir, f"workertemp_{self.strategy.cluster_resolver.task_id}")
         self._checkpoint_write_dir = write_dir
         self._checkpoint_manager = tf.train.CheckpointManager(
-            self.checkpoint, write_dir, max_to_keep=keep_checkpoint_max, checkpoint_name="ckpt")
+            self.checkpoint, write_dir, max_to_keep=keep_checkpoint_max or None, checkpoint_name="ckpt")
 
     # ---- checkpoints --------------------------------------------------------------------------------
 

@@ -119,14 +119,22 @@ GLUE_TASKS = {
 }
 # run_glue.sh's per-task hyperparameters (max_seq_length 512 for all); WNLI and AX have none there.
 PAPER_HPARAMS = {
-    "sst-2": dict(warmup_step=1256, learning_rate=1e-5, train_step=20935, train_batch_size=32),
-    "mnli": dict(warmup_step=1000, learning_rate=3e-5, train_step=10000, train_batch_size=128),
-    "cola": dict(warmup_step=320, learning_rate=1e-5, train_step=5336, train_batch_size=16),
-    "qnli": dict(warmup_step=1986, learning_rate=1e-5, train_step=33112, train_batch_size=32),
-    "qqp": dict(warmup_step=1000, learning_rate=5e-5, train_step=14000, train_batch_size=128),
-    "rte": dict(warmup_step=200, learning_rate=3e-5, train_step=800, train_batch_size=32),
-    "sts-b": dict(warmup_step=214, learning_rate=2e-5, train_step=3598, train_batch_size=16),
-    "mrpc": dict(warmup_step=200, learning_rate=2e-5, train_step=800, train_batch_size=32),
+    "sst-2": dict(warmup_step=1256, learning_rate=1e-5, train_step=20935, save_checkpoints_steps=100,
+                  train_batch_size=32),
+    "mnli": dict(warmup_step=1000, learning_rate=3e-5, train_step=10000, save_checkpoints_steps=100,
+                 train_batch_size=128),
+    "cola": dict(warmup_step=320, learning_rate=1e-5, train_step=5336, save_checkpoints_steps=100,
+                 train_batch_size=16),
+    "qnli": dict(warmup_step=1986, learning_rate=1e-5, train_step=33112, save_checkpoints_steps=200,
+                 train_batch_size=32),
+    "qqp": dict(warmup_step=1000, learning_rate=5e-5, train_step=14000, save_checkpoints_steps=100,
+                train_batch_size=128),
+    "rte": dict(warmup_step=200, learning_rate=3e-5, train_step=800, save_checkpoints_steps=100,
+                train_batch_size=32),
+    "sts-b": dict(warmup_step=214, learning_rate=2e-5, train_step=3598, save_checkpoints_steps=100,
+                  train_batch_size=16),
+    "mrpc": dict(warmup_step=200, learning_rate=2e-5, train_step=800, save_checkpoints_steps=100,
+                 train_batch_size=32),
 }
 _TASK_ALIASES = {"sst2": "sst-2", "stsb": "sts-b", "diagnostic": "ax"}
 _STEP_HPARAMS = ("train_step", "warmup_step")
@@ -139,7 +147,7 @@ def paper_hparams(task_name: str, explicit: Sequence[str] = ()) -> Dict[str, obj
 
     Example:
     >>> paper_hparams("mrpc", explicit=["learning_rate"])
-    {'warmup_step': 200, 'train_step': 800, 'train_batch_size': 32}
+    {'warmup_step': 200, 'train_step': 800, 'save_checkpoints_steps': 100, 'train_batch_size': 32}
     """
     task = get_task(task_name)
     if task.name not in PAPER_HPARAMS:
@@ -415,6 +423,34 @@ def write_submission(path: str, task: GlueTask, examples: Sequence[GlueExample],
     """A GLUE submission file: `index\\tprediction` rows with a header, labels as strings."""
     _write_tsv(path, ("index", "prediction"),
                zip([example.guid for example in examples], prediction_strings(task, predictions)))
+
+
+def probabilities_file(task: GlueTask, predicted_task: GlueTask, split: str) -> str:
+    """The original's `test_results.tsv` for the task's first test split; `test_results_<submission>.tsv` else.
+
+    Example:
+    >>> mnli = get_task("MNLI")
+    >>> [probabilities_file(mnli, mnli, split) for split in mnli.test_splits]
+    ['test_results.tsv', 'test_results_MNLI-mm.tsv']
+    >>> probabilities_file(mnli, get_task("AX"), "test")
+    'test_results_AX.tsv'
+    """
+    if predicted_task is task and split == task.test_splits[0]:
+        return "test_results.tsv"
+    return "test_results_" + predicted_task.submission_files[split]
+
+
+def write_probabilities(path: str, task: GlueTask, outputs: Dict[str, np.ndarray]) -> None:
+    """The original run_classifier's test_results.tsv: each example's class probabilities (STS-B: its score),
+    tab separated, one line each, no header."""
+    if task.is_regression:
+        rows = np.asarray(outputs["predictions"], np.float32)[:, None]
+    else:
+        logits = np.asarray(outputs["logits"], np.float64)
+        exponentials = np.exp(logits - logits.max(axis=-1, keepdims=True))
+        rows = (exponentials / exponentials.sum(axis=-1, keepdims=True)).astype(np.float32)
+    with tf.io.gfile.GFile(path, "w") as handle:
+        handle.write("".join("\t".join(str(value) for value in row) + "\n" for row in rows))
 
 
 def _write_tsv(path, header, rows):

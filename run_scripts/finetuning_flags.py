@@ -56,7 +56,9 @@ def define_finetuning_flags(*, learning_rate, max_seq_length, train_step=None, w
                        "of --warmup_step.")
     flags.DEFINE_enum("optimizer", "adamw", OPTIMIZER_NAMES, "The original's AdamW or LAMB.")
     flags.DEFINE_integer("save_checkpoints_steps", save_checkpoints_steps, "Save a checkpoint every this many steps.")
-    flags.DEFINE_integer("keep_checkpoint_max", 5, "How many recent checkpoints to keep.")
+    flags.DEFINE_integer("keep_checkpoint_max", None, "How many recent checkpoints to keep; 0 keeps all. Default: "
+                         "all with --eval_every_checkpoint (the original kept every one and searched them for the "
+                         "best), else 5.")
     flags.DEFINE_bool("eval_every_checkpoint", False,
                       "Evaluate every checkpoint that exists after training (not only the last), keeping the best.")
     flags.DEFINE_float("dropout_prob", 0.1, "Dropout on the pooled output before the task head (the original's "

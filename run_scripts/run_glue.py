@@ -4,7 +4,8 @@ Reads the GLUE data directory (the original file layout) or, with --tfds, tensor
 prepared locally. Writes eval_results.{txt,json} (the .txt also under the original run_classifier's names,
 e.g. eval_accuracy) and eval_predictions.tsv (dev), and with --do_predict the
 GLUE submission file(s) (e.g. MRPC.tsv; MNLI writes MNLI-m.tsv, MNLI-mm.tsv and, when the diagnostic
-data is there, AX.tsv).
+data is there, AX.tsv) and, as the original, test_results.tsv with each test example's class probabilities
+(test_results_MNLI-mm.tsv and test_results_AX.tsv for MNLI's others).
 """
 
 import os
@@ -28,7 +29,8 @@ flags.DEFINE_string("data_dir", None, "The GLUE data directory (CoLA/, MRPC/, MN
 flags.DEFINE_bool("tfds", False, "Read tensorflow-datasets glue/<task> (prepared locally) instead of --data_dir.")
 flags.DEFINE_string("tfds_data_dir", None, "tensorflow-datasets data_dir (default: its own default).")
 flags.DEFINE_bool("use_paper_hparams", False,
-                  "Use run_glue.sh's learning rate, steps, warmup and batch size for the task (flags given "
+                  "Use run_glue.sh's learning rate, steps, warmup, checkpoint interval and batch size for the "
+                  "task, and evaluate every checkpoint as the original run_classifier did (flags given "
                   "explicitly still win).")
 flags.mark_flag_as_required("task_name")
 
@@ -36,9 +38,12 @@ flags.mark_flag_as_required("task_name")
 def _options(task):
     overrides = {}
     if FLAGS.use_paper_hparams:
-        explicit = [name for name in ("learning_rate", "train_step", "warmup_step", "train_batch_size",
-                                      "num_train_epochs", "warmup_proportion") if FLAGS[name].present]
+        explicit = [name for name in ("learning_rate", "train_step", "warmup_step", "save_checkpoints_steps",
+                                      "train_batch_size", "num_train_epochs", "warmup_proportion")
+                    if FLAGS[name].present]
         overrides = glue.paper_hparams(task.name, explicit)
+        if not FLAGS["eval_every_checkpoint"].present:
+            overrides["eval_every_checkpoint"] = True
         logging.info("run_glue.sh hyperparameters for %s: %s", task.name, overrides)
     options = finetuning_flags.finetuning_options(**overrides)
     if task.name == "ax" and (options.do_train or options.do_eval):
@@ -98,6 +103,8 @@ def _glue_task(task, options, tokenizer):
         glue_task, glue_split, split_examples = examples[split.name]
         path = os.path.join(output_dir, glue_task.submission_files[glue_split])
         glue.write_submission(path, glue_task, split_examples, glue.predictions_from_outputs(task, outputs))
+        glue.write_probabilities(os.path.join(output_dir, glue.probabilities_file(task, glue_task, glue_split)),
+                                 task, outputs)
 
     sequence = tf.TensorSpec([None, options.max_seq_length], tf.int32)
     return finetuning.FinetuningTask(

@@ -37,7 +37,7 @@ flags.DEFINE_integer("num_train_steps", 125000, "Training steps.")
 flags.DEFINE_integer("num_warmup_steps", 3125, "Linear warmup steps.")
 flags.DEFINE_integer("start_warmup_step", 0, "The step warmup counts from.")
 flags.DEFINE_integer("save_checkpoints_steps", 5000, "Checkpoint every this many steps.")
-flags.DEFINE_integer("keep_checkpoint_max", 5, "Checkpoints kept.")
+flags.DEFINE_integer("keep_checkpoint_max", 5, "Checkpoints kept (the original's default); 0 keeps all.")
 flags.DEFINE_integer("max_eval_steps", 100, "Evaluation batches per checkpoint.")
 flags.DEFINE_bool("init_from_group0", False, "Initialise every group from group 0 of init_checkpoint.")
 # Added by albert-tf.

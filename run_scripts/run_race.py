@@ -17,13 +17,15 @@ from data_gen import race
 from run_scripts import finetuning_flags
 
 FLAGS = flags.FLAGS
+_KEEP_CHECKPOINT_HINT = ("nothing to pass: the original never read it and kept every checkpoint, as "
+                         "--eval_every_checkpoint does (--keep_checkpoint_max sets another number)")
 finetuning_flags.define_finetuning_flags(learning_rate=1e-5, max_seq_length=512, train_step=12000, warmup_step=1000,
                                          save_checkpoints_steps=100, do_train=True, do_eval=True,
                                          original_flags={"train_file": original_flags.CACHED_FEATURES,
                                                          "eval_file": original_flags.CACHED_FEATURES,
                                                          "predict_file": original_flags.CACHED_FEATURES,
                                                          "task_name": "nothing to pass: run_race runs RACE",
-                                                         "num_keep_checkpoint": "pass --keep_checkpoint_max"})
+                                                         "num_keep_checkpoint": _KEEP_CHECKPOINT_HINT})
 # --help lists the shared flags with the script's own.
 flags.adopt_module_key_flags(finetuning_flags)
 flags.DEFINE_string("data_dir", None, "The directory holding RACE/ (or RACE/ itself).")

@@ -80,16 +80,24 @@ def test_train_evaluate_every_checkpoint_predict_and_export(tmp_path):
     results = finetuning.run_finetuning(
         _task(written, with_mismatched=True),
         _options(tmp_path / "run", do_train=True, do_eval=True, do_predict=True, eval_every_checkpoint=True,
-                 export_dir=str(tmp_path / "export")))
+                 save_checkpoints_steps=10, steps_per_loop=10, export_dir=str(tmp_path / "export")))
     run = tmp_path / "run"
     final = json.loads((run / "eval_results.json").read_text())
     assert final["global_step"] == 60 and final["accuracy"] > 0.85 and final["accuracy_mismatched"] > 0.85
     assert set(final) == {"global_step", "accuracy", "loss", "accuracy_mismatched", "loss_mismatched"}
 
+    # Every checkpoint is kept and evaluated, as the original did (more than the 5 kept otherwise).
     text = (run / "eval_results.txt").read_text()
-    steps = [int(line.split(" = ")[1]) for line in text.splitlines() if line.startswith("global_step")]
-    accuracies = [float(line.split(" = ")[1]) for line in text.splitlines() if line.startswith("accuracy =")]
-    assert steps == [20, 40, 60]
+
+    def values(name):
+        return [float(line.split(" = ")[1]) for line in text.splitlines() if line.startswith(name + " = ")]
+
+    steps, accuracies = values("global_step"), values("accuracy")
+    assert steps == [10, 20, 30, 40, 50, 60]
+    # The original's `best` line: the best value before each checkpoint, -1 before the first.
+    assert values("best") == [-1] + [max(accuracies[:count]) for count in range(1, 6)]
+    assert values("best_accuracy") == [max(accuracies[:count]) for count in range(1, 7)]
+    assert values("best_global_step")[-1] == steps[int(np.argmax(accuracies))]
     best = json.loads((run / "best" / "eval_results.json").read_text())
     assert best["accuracy"] == max(accuracies)
     assert best["global_step"] == steps[int(np.argmax(accuracies))]

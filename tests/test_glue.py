@@ -186,10 +186,12 @@ def test_tfds_features_are_cached_by_example_content(tokenizer, tmp_path):
 
 def test_paper_hparams_are_run_glue_sh_and_yield_to_explicit_flags():
     assert glue.paper_hparams("MNLI") == dict(warmup_step=1000, learning_rate=3e-5, train_step=10000,
-                                              train_batch_size=128)
-    assert glue.paper_hparams("sts-b", explicit=["train_batch_size"]) == dict(warmup_step=214, learning_rate=2e-5,
-                                                                              train_step=3598)
-    assert glue.paper_hparams("rte", explicit=["num_train_epochs"]) == dict(learning_rate=3e-5, train_batch_size=32)
+                                              save_checkpoints_steps=100, train_batch_size=128)
+    assert glue.paper_hparams("qnli")["save_checkpoints_steps"] == 200
+    assert glue.paper_hparams("sts-b", explicit=["train_batch_size"]) == dict(
+        warmup_step=214, learning_rate=2e-5, train_step=3598, save_checkpoints_steps=100)
+    assert glue.paper_hparams("rte", explicit=["num_train_epochs", "save_checkpoints_steps"]) == dict(
+        learning_rate=3e-5, train_batch_size=32)
     with pytest.raises(ValueError, match="no hyperparameters for 'wnli'"):
         glue.paper_hparams("wnli")
 
@@ -290,6 +292,11 @@ def test_run_glue_learns_writes_predictions_and_restarts_from_a_tf1_checkpoint(t
     assert submission[0] == "index\tprediction" and len(submission) == 13
     assert [row.split("\t")[0] for row in submission[1:]] == [str(100 + index) for index in range(12)]
     assert {row.split("\t")[1] for row in submission[1:]} <= {"0", "1"}
+    # The original's test_results.tsv: class probabilities, one line per test example, no header.
+    probabilities = np.loadtxt(tmp_path / "run" / "test_results.tsv", delimiter="\t")
+    assert probabilities.shape == (12, 2)
+    np.testing.assert_allclose(probabilities.sum(axis=1), np.ones(12), atol=1e-6)
+    assert probabilities.argmax(axis=1).tolist() == [int(row.split("\t")[1]) for row in submission[1:]]
     eval_rows = [row.split("\t") for row in (tmp_path / "run" / "eval_predictions.tsv").read_text().splitlines()]
     assert eval_rows[0] == ["index", "prediction", "label"] and len(eval_rows) == 65
     recomputed = np.mean([prediction == label for _, prediction, label in eval_rows[1:]])

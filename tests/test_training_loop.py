@@ -295,6 +295,9 @@ def test_bad_arguments_are_named(tmp_path):
         training_loop.Trainer(strategy, unbuilt, optimizer, toy.loss_fn, model_dir=str(tmp_path))
     with pytest.raises(ValueError, match="steps_per_loop must be a positive integer, got 0"):
         toy.build(strategy, str(tmp_path), steps_per_loop=0)
+    with pytest.raises(ValueError, match=r"keep_checkpoint_max must be a non-negative integer \(0 keeps every "
+                                         r"checkpoint\), got -1"):
+        toy.build(strategy, str(tmp_path), keep_checkpoint_max=-1)
 
     trainer = toy.build(strategy, str(tmp_path))
     with pytest.raises(ValueError, match="global batch size 10 must be divisible by 1 replica.*x 4 gradient"):
