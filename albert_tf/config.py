@@ -142,8 +142,12 @@ class AlbertConfig:
         if missing:
             raise ValueError(f"Missing required key(s) {missing} in {source}.")
         if isinstance(known.get("hidden_act"), str):
-            # The original's get_activation lowercases the name, so "GELU" or "Relu" configs work there.
-            known["hidden_act"] = known["hidden_act"].lower()
+            # The original's get_activation lowercases the name, so "GELU" or "Relu" configs work there, and
+            # takes an empty name as no activation.
+            known["hidden_act"] = known["hidden_act"].lower() or "linear"
+        if isinstance(known.get("down_scale_factor"), float) and known["down_scale_factor"].is_integer():
+            # The original never reads it, so a JSON 1.0 loaded there.
+            known["down_scale_factor"] = int(known["down_scale_factor"])
         return cls(**known, extra_keys=copy.deepcopy(extra))
 
     def to_dict(self) -> dict:

@@ -62,6 +62,18 @@ def test_unknown_key_is_named(tmp_path):
     assert str(path) in str(error.value)
 
 
+def test_what_the_original_also_loaded_loads():
+    loose = AlbertConfig.from_dict(dict(RELEASED_ALBERT_BASE_V2, hidden_act="", down_scale_factor=1.0))
+    assert (loose.hidden_act, loose.down_scale_factor) == ("linear", 1)
+    assert isinstance(loose.down_scale_factor, int)
+
+
+def test_missing_architecture_key_is_named():
+    values = {name: value for name, value in RELEASED_ALBERT_BASE_V2.items() if name != "intermediate_size"}
+    with pytest.raises(ValueError, match=r"Missing required key\(s\) \['intermediate_size'\] in config dict"):
+        AlbertConfig.from_dict(values)
+
+
 @pytest.mark.parametrize("overrides, message", [
     (dict(hidden_size=100, num_attention_heads=12), "hidden_size=100 must be divisible by num_attention_heads=12"),
     (dict(num_hidden_layers=0), "num_hidden_layers must be a positive integer, got 0"),
