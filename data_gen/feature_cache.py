@@ -31,8 +31,9 @@ import numpy as np
 import tensorflow as tf
 from absl import logging
 
-# Bump when the feature layout written for the same inputs changes, so older caches are not reused.
-FEATURE_FORMAT_VERSION = 1
+# Bump when the features written for the same inputs change, so older caches are not reused (2: SQuAD answer
+# labels count a space at either end as the original does).
+FEATURE_FORMAT_VERSION = 2
 _LOG_EVERY_EXAMPLES = 10000
 _READ_CHUNK_BYTES = 1 << 20
 

@@ -216,7 +216,9 @@ class ParagraphTokens:
     `piece_start_char[i]` / `piece_end_char[i]`: first and last raw character piece i covers (a piece made
     only of a word-start marker gets an empty range, end = start - 1). `char_first_piece[c]` /
     `char_last_piece[c]`: the first and last piece raw character c contributes to, -1 for whitespace and
-    characters the normalisation removes.
+    characters the normalisation removes. `space_piece[c]`: for the whitespace character that a word-start
+    marker stands for, that marker's piece (the next word's first piece, or a piece of the marker alone);
+    -1 for every other character.
     """
 
     pieces: List[str]
@@ -224,6 +226,7 @@ class ParagraphTokens:
     piece_end_char: List[int]
     char_first_piece: List[int]
     char_last_piece: List[int]
+    space_piece: List[int]
 
 
 def normalize_with_alignment(text: str, lower: bool = True) -> Tuple[str, List[int]]:
@@ -284,20 +287,31 @@ class _PieceAligner:
         return spans
 
     def _split_digit_comma(self, piece, begin, end, normalized):
-        digits = piece[:-1].replace(SPIECE_UNDERLINE, "")
-        content_begin = begin + len(normalized[begin:end]) - len(normalized[begin:end].lstrip())
-        if normalized[content_begin:end] != digits + ",":
-            raise ValueError(f"Piece {piece!r} does not match its text {normalized[begin:end]!r} in the paragraph "
-                             f"starting {normalized[:60]!r}.")
-        encoded = self._sp_model.encode(digits, return_type="offset_mapping")
-        sub_spans = [(sub_piece, content_begin + sub_begin, content_begin + sub_end)
-                     for sub_piece, (sub_begin, sub_end) in zip(encoded["pieces"], encoded["offsets"])]
+        text = piece.replace(SPIECE_UNDERLINE, "")
+        # Each character of the piece where it stands in the span: SentencePiece's normaliser drops some
+        # characters (zero-width spaces, byte-order marks, controls) that the span still covers.
+        positions, position = [], begin
+        for character in text:
+            while position < end and normalized[position] != character:
+                position += 1
+            if position == end:
+                raise ValueError(f"Piece {piece!r} does not match its text {normalized[begin:end]!r} in the "
+                                 f"paragraph starting {normalized[:60]!r}.")
+            positions.append(position)
+            position += 1
+        encoded = self._sp_model.encode(text[:-1], return_type="offset_mapping")
+        sub_spans = []
+        for sub_piece, (sub_begin, sub_end) in zip(encoded["pieces"], encoded["offsets"]):
+            if sub_end > sub_begin:
+                sub_spans.append((sub_piece, positions[sub_begin], positions[sub_end - 1] + 1))
+            else:
+                sub_spans.append((sub_piece, positions[sub_begin], positions[sub_begin]))
         # As encode_pieces: re-encoding adds a word-start marker the original piece did not have.
         if not piece.startswith(SPIECE_UNDERLINE) and sub_spans and sub_spans[0][0].startswith(SPIECE_UNDERLINE):
             first_piece, first_begin, first_end = sub_spans[0]
             sub_spans = sub_spans[1:] if len(first_piece) == 1 else [(first_piece[1:], first_begin, first_end)] + \
                 sub_spans[1:]
-        return sub_spans + [(",", end - 1, end)]
+        return sub_spans + [(",", positions[-1], positions[-1] + 1)]
 
     def _align(self, text: str) -> ParagraphTokens:
         normalized, origins = normalize_with_alignment(text, lower=self._tokenizer.do_lower_case)
@@ -309,6 +323,7 @@ class _PieceAligner:
                              f"{pieces[:12]} vs {expected[:12]}.")
         char_first_piece = [-1] * len(text)
         char_last_piece = [-1] * len(text)
+        space_piece = [-1] * len(text)
         piece_start_char, piece_end_char = [], []
         for piece_index, (_, begin, end) in enumerate(spans):
             content = [position for position in range(begin, end) if not normalized[position].isspace()]
@@ -325,8 +340,12 @@ class _PieceAligner:
                 if char_first_piece[character] < 0:
                     char_first_piece[character] = piece_index
                 char_last_piece[character] = piece_index
+            for position in range(begin, min(end, len(normalized))):
+                if normalized[position].isspace() and space_piece[origins[position]] < 0:
+                    space_piece[origins[position]] = piece_index
         return ParagraphTokens(pieces=pieces, piece_start_char=piece_start_char, piece_end_char=piece_end_char,
-                               char_first_piece=char_first_piece, char_last_piece=char_last_piece)
+                               char_first_piece=char_first_piece, char_last_piece=char_last_piece,
+                               space_piece=space_piece)
 
 
 def align_paragraph(tokenizer: AlbertTokenizer, text: str) -> ParagraphTokens:
@@ -345,7 +364,9 @@ def answer_piece_span(tokens: ParagraphTokens, paragraph_text: str, answer_text:
     """(first piece, last piece) of a training answer, or None when the text does not match its offsets.
 
     The answer must equal `paragraph_text[answer_start:answer_start + len(answer_text)]` up to whitespace
-    (the check BERT's reader makes) and cover at least one piece.
+    (the check BERT's reader makes) and cover at least one piece. A space at either end of the answer counts
+    as the word-start marker it became, as the original's character alignment counts it: "Broncos " ends at
+    the next word's first piece.
     """
     answer_end = answer_start + len(answer_text) - 1
     if not answer_text.strip() or answer_start < 0 or answer_end >= len(paragraph_text):
@@ -358,6 +379,10 @@ def answer_piece_span(tokens: ParagraphTokens, paragraph_text: str, answer_text:
                  if tokens.char_last_piece[c] >= 0), None)
     if first is None or last is None:
         return None
+    if tokens.space_piece[answer_start] >= 0:
+        first = tokens.space_piece[answer_start]
+    if tokens.space_piece[answer_end] >= 0:
+        last = tokens.space_piece[answer_end]
     return first, last
 
 

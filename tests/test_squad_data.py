@@ -67,6 +67,19 @@ def test_digit_comma_pieces_keep_their_characters(tokenizer, spm_model):
     assert tokens.piece_start_char[tokens.char_first_piece[comma_after_1990]] == comma_after_1990
 
 
+@pytest.mark.parametrize("dropped", ["\u200b", "\ufeff", "\u200e", "\x07"])
+def test_digit_comma_piece_next_to_a_character_sentencepiece_drops(tokenizer, dropped):
+    # SentencePiece's normaliser removes the character but the piece's span still covers it.
+    paragraph = f"Founded in {dropped}1990, it met 1,000{dropped}, PEOPLE."
+    tokens = squad.align_paragraph(tokenizer, paragraph)
+    assert tokens.pieces == tokenizer.tokenize(paragraph)
+    for answer in ("1990", "1,000"):
+        first, last = squad.answer_piece_span(tokens, paragraph, answer, paragraph.index(answer))
+        assert paragraph[tokens.piece_start_char[first]:tokens.piece_end_char[last] + 1] == answer
+    comma_after_1990 = paragraph.index("1990,") + 4
+    assert tokens.pieces[tokens.char_first_piece[comma_after_1990]] == ","
+
+
 @pytest.mark.parametrize("answer", ["1990", "Café Naïve RÉSUMÉ", "1,000", "1,000, PEOPLE", "PEOPLE (approximately)",
                                     "Zürich.", "In 1990,"])
 def test_answer_round_trip_recovers_the_exact_original_text(tokenizer, answer):
@@ -74,6 +87,17 @@ def test_answer_round_trip_recovers_the_exact_original_text(tokenizer, answer):
     first, last = squad.answer_piece_span(tokens, PARAGRAPH, answer, PARAGRAPH.index(answer))
     recovered = PARAGRAPH[tokens.piece_start_char[first]:tokens.piece_end_char[last] + 1].strip()
     assert recovered == answer
+
+
+def test_a_space_at_an_answers_end_is_the_next_words_marker_as_in_the_original(tokenizer):
+    tokens = squad.align_paragraph(tokenizer, PARAGRAPH)
+    start = PARAGRAPH.index("Café")
+    first, last = squad.answer_piece_span(tokens, PARAGRAPH, "Café Naïve", start)
+    # The original's LCS maps the space after "Naïve" to the "▁" of the next word's first piece.
+    assert tokens.pieces[last + 1].startswith("▁")
+    assert squad.answer_piece_span(tokens, PARAGRAPH, "Café Naïve ", start) == (first, last + 1)
+    assert tokens.pieces[first].startswith("▁")
+    assert squad.answer_piece_span(tokens, PARAGRAPH, " Café Naïve", start - 1) == (first, last)
 
 
 def test_answer_that_does_not_match_its_offsets_is_rejected(tokenizer):
