@@ -14,7 +14,9 @@ as the original's --do_predict did.
 v2.0 answers a question when its null odds (the answer-class logit) is <= --null_score_diff_threshold
 (default 0.0, i.e. P(no answer) <= 0.5), or the threshold that maximises F1 on
 --null_threshold_search_file, a labelled split other than the one evaluated. The official script's
-search for the best threshold on the evaluated split itself is written as oracle_best_f1(_thresh), and
+search for the best threshold on the evaluated split itself, run on every question's best non-null
+answer (as the original's first pass; the official script run on predictions.json, which is already
+thresholded, can find less), is written as oracle_best_f1(_thresh), and
 the numbers the original run_squad_v2.py reports (that threshold applied with its strict `<`, then the
 official script's na_prob_thresh of 1.0) as original_exact_match, original_f1 and
 original_null_score_diff_threshold: both are tuned on the split they score.
