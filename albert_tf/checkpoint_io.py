@@ -87,6 +87,8 @@ _ARCHITECTURE_FIELDS = ("vocab_size", "embedding_size", "hidden_size", "num_hidd
                         "inner_group_num", "share_type")
 _LAYOUT_FIELDS = ("num_hidden_layers", "num_hidden_groups", "share_type")
 POOLER_SCOPE = "bert/pooler/"
+# Hugging Face encoder names that have no TF1 name keep their own (with or without the model's `albert.`).
+_UNTRANSLATED_ENCODER_PREFIXES = ("albert.", "embeddings.", "encoder.", "pooler.")
 
 
 class CheckpointFormatError(ValueError):
@@ -505,6 +507,8 @@ def _shape_text(shape):
 
 def is_head_variable(name) -> bool:
     """Whether allow_missing_heads may leave `name` freshly initialised (and drop_unused_heads leave it out)."""
+    if name.startswith(_UNTRANSLATED_ENCODER_PREFIXES):
+        return False
     return not name.startswith("bert/") or name.startswith(POOLER_SCOPE)
 
 

@@ -96,10 +96,14 @@ def check_first_batch(batch: Dict[str, tf.Tensor], config: AlbertConfig, source:
                          f"{config.vocab_size}.")
 
 
-def _write_eval_results(output_dir: str, results: Dict[str, float]) -> None:
+def _eval_results_lines(results: Dict[str, float]) -> str:
+    return "".join(f"{key} = {results[key]}\n" for key in sorted(results))
+
+
+def _write_eval_results(output_dir: str, results: Dict[str, float], text: Optional[str] = None) -> None:
+    """eval_results.json, and eval_results.txt holding `text` (by default the results' own lines)."""
     with tf.io.gfile.GFile(os.path.join(output_dir, "eval_results.txt"), "w") as handle:
-        for key in sorted(results):
-            handle.write(f"{key} = {results[key]}\n")
+        handle.write(_eval_results_lines(results) if text is None else text)
     with tf.io.gfile.GFile(os.path.join(output_dir, "eval_results.json"), "w") as handle:
         handle.write(json.dumps(results, indent=2, sort_keys=True) + "\n")
 
@@ -166,8 +170,9 @@ class Pretraining:
 
     def evaluate_checkpoints(self, dataset_fn: DatasetFn) -> Dict[str, float]:
         """Evaluates every checkpoint in output_dir in step order, as the original's eval loop (without
-        waiting for new ones); keeps the best by masked_lm_accuracy in output_dir/best and writes the
-        last checkpoint's results to eval_results.{txt,json} and TensorBoard (output_dir/eval)."""
+        waiting for new ones); keeps the best by masked_lm_accuracy in output_dir/best, lists every
+        checkpoint's results in eval_results.txt (with the original's `saved ... to ...` line when the best
+        changes) and TensorBoard (output_dir/eval), and the last checkpoint's in eval_results.json."""
         state = tf.train.get_checkpoint_state(self.options.output_dir)
         paths = list(state.all_model_checkpoint_paths) if state else []
         if not paths:
@@ -179,7 +184,7 @@ class Pretraining:
         if tf.io.gfile.exists(best_file):
             with tf.io.gfile.GFile(best_file) as handle:
                 best_value = json.load(handle)[BEST_METRIC]
-        results = {}
+        results, text = {}, ""
         for path in paths:
             self.trainer.restore(path)
             results = self.trainer.evaluate(dataset_fn, _pretraining_metrics_fn, self.options.eval_batch_size,
@@ -188,10 +193,11 @@ class Pretraining:
             logging.info("Eval at step %d: %s", results["global_step"], results)
             with writer.as_default():
                 write_scalars({key: results[key] for key in EVAL_KEYS}, step=results["global_step"])
+            text += _eval_results_lines(results)
             if results[BEST_METRIC] > best_value:
                 best_value = results[BEST_METRIC]
-                _copy_checkpoint(path, best_path)
+                text += f"saved {path} to {_copy_checkpoint(path, best_path)}\n"
                 _write_eval_results(best_path, results)
         writer.flush()
-        _write_eval_results(self.options.output_dir, results)
+        _write_eval_results(self.options.output_dir, results, text)
         return results

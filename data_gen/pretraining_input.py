@@ -35,14 +35,16 @@ _KIND_OF_DTYPE = {tf.int64: "int64_list", tf.float32: "float_list"}
 
 
 def expand_file_pattern(input_pattern: Union[str, Sequence[str]]) -> List[str]:
-    """The sorted, de-duplicated files matched by a comma list and/or globs (local paths or gs:// URLs).
+    """The files matched by a comma list and/or globs (local paths or gs:// URLs), in the order given.
+
+    Each part's matches come sorted, as the original's `tf.gfile.Glob`; a file named twice is read once.
 
     Every part must match at least one file: a typo in one part of a list is an error, not a smaller
     data set.
 
     Example:
     >>> expand_file_pattern("/tmp/pretrain/train-*.tfrecord,/tmp/pretrain/extra.tfrecord")  # doctest: +SKIP
-    ['/tmp/pretrain/extra.tfrecord', '/tmp/pretrain/train-00000.tfrecord', ...]
+    ['/tmp/pretrain/train-00000.tfrecord', ..., '/tmp/pretrain/extra.tfrecord']
     """
     parts = input_pattern.split(",") if isinstance(input_pattern, str) else list(input_pattern)
     parts = [part.strip() for part in parts if part.strip()]
@@ -54,8 +56,8 @@ def expand_file_pattern(input_pattern: Union[str, Sequence[str]]) -> List[str]:
         if not matches:
             raise FileNotFoundError(f"No file matches the input pattern {part!r}"
                                     f"{f' (in {input_pattern!r})' if part != input_pattern else ''}.")
-        files.extend(matches)
-    return sorted(set(files))
+        files.extend(sorted(matches))
+    return list(dict.fromkeys(files))
 
 
 def make_pretraining_dataset(input_pattern: Union[str, Sequence[str]], *, batch_size: int, max_seq_length: int,

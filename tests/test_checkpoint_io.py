@@ -377,6 +377,16 @@ def test_drop_unused_heads_keeps_unused_encoder_variables_an_error(tmp_path):
     assert error.value.unexpected and all(name.startswith("bert/") for name in error.value.unexpected)
 
 
+def test_drop_unused_heads_keeps_unknown_hugging_face_encoder_names_an_error(tmp_path):
+    config = tiny_config()
+    save_weights(randomize(AlbertClassifier(config, num_labels=3)), str(tmp_path), format="hf")
+    unknown = "albert.encoder.albert_layer_groups.0.albert_layers.0.attention.extra_proj.weight"
+    _rewrite_safetensors(str(tmp_path), lambda tensors: tensors.update({unknown: np.ones([2, 2], np.float32)}))
+    with pytest.raises(checkpoint_io.CheckpointMismatchError, match="extra_proj") as error:
+        load_weights(AlbertEncoder(config), str(tmp_path), drop_unused_heads=True)
+    assert unknown in error.value.unexpected
+
+
 def test_native_training_checkpoint_with_optimizer_into_classifier(tmp_path):
     """The training loop's layout: Checkpoint(model=..., optimizer=...), where tf.train keys most
     model variables under the optimizer's list; they are found through the object graph."""

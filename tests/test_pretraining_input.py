@@ -147,6 +147,9 @@ def test_no_matching_file_names_the_pattern(tmp_path):
     with pytest.raises(FileNotFoundError, match="nothing-\\*.tfrecord"):
         _dataset(f"{present},{missing}")
     assert len(pretraining_input.expand_file_pattern(f"{present}, {present}")) == 1
+    # The order given, as the original's evaluation reads its comma list (a capped evaluation reads the first).
+    later = _write_records(str(tmp_path / "a-later.tfrecord"), [2])
+    assert pretraining_input.expand_file_pattern(f"{present},{later}") == [present, later]
 
 
 def test_a_wrong_length_in_the_first_record_fails_before_the_pipeline_is_built(tmp_path):

@@ -63,7 +63,10 @@ def test_loss_falls_and_evaluation_writes_results(records, tmp_path):
     assert 0.0 < written["masked_lm_accuracy"] <= 1.0 and 0.0 < written["sentence_order_accuracy"] <= 1.0
     np.testing.assert_allclose(written["loss"], written["masked_lm_loss"] + written["sentence_order_loss"],
                                rtol=1e-3)
-    assert (tmp_path / "eval_results.txt").read_text().startswith("global_step = 40")
+    # A block per evaluated checkpoint, the last one's lines equal to eval_results.json.
+    text = (tmp_path / "eval_results.txt").read_text()
+    assert text.startswith("global_step = ") and "saved " in text
+    assert f"global_step = 40\nloss = {written['loss']}\n" in text
     best = json.loads((tmp_path / "best" / "eval_results.json").read_text())
     assert best["masked_lm_accuracy"] == max(best["masked_lm_accuracy"], written["masked_lm_accuracy"])
     assert tf.io.gfile.glob(str(tmp_path / "best" / "ckpt-best.index"))
