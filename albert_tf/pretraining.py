@@ -109,13 +109,17 @@ def _write_eval_results(output_dir: str, results: Dict[str, float], text: Option
 
 
 def _copy_checkpoint(checkpoint_path: str, destination_dir: str) -> str:
-    """Copies a checkpoint's files to destination_dir/ckpt-best.*, replacing the previous best."""
+    """Copies a checkpoint's files, and the config beside them, to destination_dir/ckpt-best.*, replacing the
+    previous best; convert_checkpoint and fine-tuning then find the config there."""
     if tf.io.gfile.exists(destination_dir):
         tf.io.gfile.rmtree(destination_dir)
     tf.io.gfile.makedirs(destination_dir)
     prefix = os.path.join(destination_dir, "ckpt-best")
     for source in tf.io.gfile.glob(checkpoint_path + ".*"):
         tf.io.gfile.copy(source, prefix + source[len(checkpoint_path):], overwrite=True)
+    config_file = os.path.join(os.path.dirname(checkpoint_path), CONFIG_FILE_NAME)
+    if tf.io.gfile.exists(config_file):
+        tf.io.gfile.copy(config_file, os.path.join(destination_dir, CONFIG_FILE_NAME), overwrite=True)
     return prefix
 
 

@@ -70,6 +70,7 @@ def test_loss_falls_and_evaluation_writes_results(records, tmp_path):
     best = json.loads((tmp_path / "best" / "eval_results.json").read_text())
     assert best["masked_lm_accuracy"] == max(best["masked_lm_accuracy"], written["masked_lm_accuracy"])
     assert tf.io.gfile.glob(str(tmp_path / "best" / "ckpt-best.index"))
+    assert (tmp_path / "best" / "albert_config.json").read_text() == (tmp_path / "albert_config.json").read_text()
     assert tf.io.gfile.glob(str(tmp_path / "eval" / "events.out.tfevents.*"))
 
 
