@@ -196,7 +196,8 @@ def resolve_config(options: FinetuningOptions) -> AlbertConfig:
     """The model config: --albert_config_file or --preset, else the one that comes with the weights.
 
     That is an albert_config.json beside --init_checkpoint or in --hub_module_handle's assets/, or a
-    Hugging Face config.json.
+    Hugging Face config.json; without either, the albert_config.json an earlier training run left in
+    output_dir.
     """
     if options.albert_config_file or options.preset:
         config = load_config(options.albert_config_file, options.preset)
@@ -205,11 +206,13 @@ def resolve_config(options: FinetuningOptions) -> AlbertConfig:
         config = module.config
         logging.info("Using the model config of the hub module %s.", module.encoder_dir)
     else:
-        source = options.hub_module_handle or options.init_checkpoint
-        found = checkpoint_io.find_config(source) if source else None
+        found = checkpoint_io.find_config(options.init_checkpoint) if options.init_checkpoint else None
+        trained_config_file = os.path.join(options.output_dir, checkpoint_io.ALBERT_CONFIG_NAME)
+        if found is None and tf.io.gfile.exists(trained_config_file):
+            found = AlbertConfig.from_json_file(trained_config_file), trained_config_file
         if found is None:
-            raise ValueError("Give --albert_config_file or --preset to define the model"
-                             + (f"; no config comes with {source}." if source else "."))
+            raise ValueError("Give --albert_config_file or --preset to define the model" + (
+                f"; no config comes with {options.init_checkpoint}." if options.init_checkpoint else "."))
         config, config_file = found
         logging.info("Using the model config %s.", config_file)
     if options.max_seq_length > config.max_position_embeddings:
@@ -323,6 +326,8 @@ def run_finetuning(task: FinetuningTask, options: FinetuningOptions) -> Dict[str
     train_steps = warmup_steps = None
     if options.do_train:
         train_steps, warmup_steps = resolve_train_steps(options, task.train_data.num_examples)
+        # Beside the checkpoints, so later runs, best/ and convert_checkpoint find the model's config.
+        config.to_json_file(os.path.join(options.output_dir, checkpoint_io.ALBERT_CONFIG_NAME))
     with strategy.scope():
         model = task.build_model(config, options.dropout_prob, options.recompute_blocks)
         model(_example_inputs(task.input_signature), training=False)
@@ -523,6 +528,9 @@ def _save_best(task, output_dir, best):
         handle.write(f'model_checkpoint_path: "{BEST_CHECKPOINT_NAME}"\n'
                      f'all_model_checkpoint_paths: "{BEST_CHECKPOINT_NAME}"\n')
     _write_json(os.path.join(staging, "eval_results.json"), dict(metrics, source_checkpoint=path))
+    config_file = os.path.join(output_dir, checkpoint_io.ALBERT_CONFIG_NAME)
+    if tf.io.gfile.exists(config_file):
+        tf.io.gfile.copy(config_file, os.path.join(staging, checkpoint_io.ALBERT_CONFIG_NAME))
     _write_eval_predictions(task, staging, outputs_by_split)
     if tf.io.gfile.exists(best_dir):
         tf.io.gfile.rmtree(best_dir)

@@ -131,6 +131,10 @@ def test_later_runs_evaluate_and_predict_with_the_checkpoints_of_earlier_ones(tm
     # As the original predicted with model.ckpt-best, a prediction-only run uses best/ when there is one.
     predicted = finetuning.run_finetuning(_task({}), _options(tmp_path, do_predict=True))
     assert predicted["prediction_checkpoint"] == str(tmp_path / "best" / "ckpt-best")
+    # The config training left beside the checkpoints (and in best/) defines the model of later runs.
+    assert (tmp_path / "best" / "albert_config.json").read_text() == (tmp_path / "albert_config.json").read_text()
+    again = finetuning.run_finetuning(_task({}), _options(tmp_path, do_eval=True, preset=None))
+    assert again["eval"] == results["eval"]
 
 
 def test_bad_options_are_named(tmp_path):
