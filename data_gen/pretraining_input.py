@@ -65,7 +65,7 @@ def make_pretraining_dataset(input_pattern: Union[str, Sequence[str]], *, batch_
                              input_context: Optional[tf.distribute.InputContext] = None,
                              seed: Optional[int] = None, shuffle_buffer: int = DEFAULT_SHUFFLE_BUFFER,
                              cycle_length: Optional[int] = None, num_epochs: Optional[int] = None,
-                             drop_remainder: Optional[bool] = None) -> tf.data.Dataset:
+                             drop_remainder: Optional[bool] = None, skip_batches: int = 0) -> tf.data.Dataset:
     """Reads pretraining TFRecords into batches of model inputs.
 
     `batch_size` is the batch of THIS input pipeline. Under tf.distribute, build the dataset with
@@ -82,6 +82,10 @@ def make_pretraining_dataset(input_pattern: Union[str, Sequence[str]], *, batch_
     `max_eval_steps` batches cover the same records), `num_epochs` passes (None: one) and, by default, the
     last partial batch is kept so every record is evaluated; pass `drop_remainder=True` where static shapes
     matter more than the last records (TPU).
+
+    `skip_batches` leaves out the first batches (those a resumed run already consumed). They are skipped
+    as records, before parsing: the same batches follow as from `dataset.skip(skip_batches)`, at the cost
+    of reading the records only.
 
     With a `seed` the order is the same on every run (shuffles seeded, `Options.deterministic=True`);
     without one, training trades a fixed order for throughput (files and parallel parsing finish in any
@@ -106,6 +110,8 @@ def make_pretraining_dataset(input_pattern: Union[str, Sequence[str]], *, batch_
     for name, value in (("cycle_length", cycle_length), ("num_epochs", num_epochs)):
         if value is not None and value < 1:
             raise ValueError(f"{name}={value} must be a positive integer or None.")
+    if skip_batches < 0:
+        raise ValueError(f"skip_batches={skip_batches} must be a non-negative integer.")
     lengths = {"max_seq_length": max_seq_length, "max_predictions_per_seq": max_predictions_per_seq}
     files = expand_file_pattern(input_pattern)
     num_pipelines = input_context.num_input_pipelines if input_context else 1
@@ -131,6 +137,9 @@ def make_pretraining_dataset(input_pattern: Union[str, Sequence[str]], *, batch_
                              record_shard=(num_pipelines, pipeline_id) if shard_records else None)
     if is_training:
         dataset = dataset.shuffle(shuffle_buffer, seed=seed, reshuffle_each_iteration=True)
+    if skip_batches:
+        # Every batch before the last is full, so these records make exactly the skipped batches.
+        dataset = dataset.skip(skip_batches * batch_size)
     # Parsing whole batches is about 4x faster than parsing record by record (map, then batch).
     dataset = dataset.batch(batch_size, drop_remainder=is_training if drop_remainder is None else drop_remainder)
     dataset = dataset.map(lambda file_names, records: _decode_batch(file_names, records, lengths),
@@ -174,10 +183,9 @@ def pretraining_dataset_fn(input_pattern: Union[str, Sequence[str]], *, max_seq_
     TensorShape([8, 128])
     """
     def dataset_fn(input_context, batch_size, skip_batches):
-        dataset = make_pretraining_dataset(input_pattern, batch_size=batch_size, max_seq_length=max_seq_length,
-                                           max_predictions_per_seq=max_predictions_per_seq,
-                                           is_training=is_training, input_context=input_context, seed=seed)
-        return dataset.skip(skip_batches) if skip_batches else dataset
+        return make_pretraining_dataset(input_pattern, batch_size=batch_size, max_seq_length=max_seq_length,
+                                        max_predictions_per_seq=max_predictions_per_seq, is_training=is_training,
+                                        input_context=input_context, seed=seed, skip_batches=skip_batches)
 
     return dataset_fn
 

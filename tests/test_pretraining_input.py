@@ -139,6 +139,19 @@ def test_a_seed_fixes_the_training_order(tmp_path):
     assert first != other
 
 
+def test_skipped_batches_are_those_a_run_from_the_start_consumed(tmp_path):
+    pattern = _write_shards(str(tmp_path), num_files=3, records_per_file=7)
+    straight = _record_ids(_dataset(pattern, is_training=True, seed=3), num_batches=12)
+    resumed = _record_ids(_dataset(pattern, is_training=True, seed=3, skip_batches=5), num_batches=7)
+    assert resumed == straight[5 * 4:]
+    dataset_fn = pretraining_input.pretraining_dataset_fn(pattern, max_seq_length=MAX_SEQ_LENGTH,
+                                                          max_predictions_per_seq=MAX_PREDICTIONS,
+                                                          is_training=True, seed=3)
+    assert _record_ids(dataset_fn(None, 4, 5), num_batches=7) == resumed
+    # Evaluation: the partial last batch stays last.
+    assert _record_ids(_dataset(pattern, skip_batches=4)) == _record_ids(_dataset(pattern))[16:]
+
+
 def test_no_matching_file_names_the_pattern(tmp_path):
     missing = str(tmp_path / "nothing-*.tfrecord")
     with pytest.raises(FileNotFoundError, match="nothing-\\*.tfrecord"):
