@@ -196,6 +196,35 @@ def test_paper_hparams_are_run_glue_sh_and_yield_to_explicit_flags():
         glue.paper_hparams("wnli")
 
 
+_PRINT_OPTIONS = """
+import dataclasses, json, sys
+from absl import flags
+from data_gen import glue
+from run_scripts import run_glue
+flags.FLAGS(sys.argv)
+options = run_glue._options(glue.get_task(flags.FLAGS.task_name))
+print(json.dumps({name: getattr(options, name) for name in sys.argv[-1].split(",")}))
+"""
+
+
+def test_paper_hparams_flags_search_every_checkpoint_as_run_glue_sh(tmp_path):
+    fields = "save_checkpoints_steps,eval_every_checkpoint,train_step,learning_rate"
+
+    def options(*flags):
+        completed = subprocess.run(
+            [sys.executable, "-c", _PRINT_OPTIONS, "--task_name=RTE", f"--output_dir={tmp_path}",
+             f"--data_dir={tmp_path}", *flags, fields],
+            cwd=ROOT, env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2", CUDA_VISIBLE_DEVICES=""),
+            capture_output=True, text=True, timeout=300)
+        assert completed.returncode == 0, completed.stderr[-4000:]
+        return json.loads(completed.stdout.splitlines()[-1])
+
+    assert options("--use_paper_hparams") == dict(save_checkpoints_steps=100, eval_every_checkpoint=True,
+                                                  train_step=800, learning_rate=3e-5)
+    assert options("--use_paper_hparams", "--noeval_every_checkpoint", "--save_checkpoints_steps=50") == dict(
+        save_checkpoints_steps=50, eval_every_checkpoint=False, train_step=800, learning_rate=3e-5)
+
+
 def test_tfds_not_prepared_is_a_clear_error(tmp_path):
     with pytest.raises(ValueError, match=r"glue/rte is not prepared under .*tfds build glue/rte"):
         glue.read_tfds_examples(glue.get_task("rte"), "train", data_dir=str(tmp_path))
