@@ -231,6 +231,18 @@ def find_config(path) -> Optional[Tuple[AlbertConfig, str]]:
     return None
 
 
+def copy_checkpoint(checkpoint_path: str, destination_prefix: str) -> str:
+    """Copies a checkpoint's files to `destination_prefix`.* and the albert_config.json beside it into the
+    destination's directory, so the copy loads and converts on its own; returns `destination_prefix`."""
+    for source in tf.io.gfile.glob(checkpoint_path + ".*"):
+        tf.io.gfile.copy(source, destination_prefix + source[len(checkpoint_path):], overwrite=True)
+    config_file = os.path.join(os.path.dirname(checkpoint_path), ALBERT_CONFIG_NAME)
+    if tf.io.gfile.exists(config_file):
+        tf.io.gfile.copy(config_file, os.path.join(os.path.dirname(destination_prefix), ALBERT_CONFIG_NAME),
+                         overwrite=True)
+    return destination_prefix
+
+
 def find_vocab_files(path) -> List[str]:
     """The SentencePiece model(s) (`*.model`, with their `*.vocab`) beside a checkpoint or in `assets/`."""
     location = _as_location(path)

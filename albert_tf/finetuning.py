@@ -164,8 +164,8 @@ def classification_loss_fn(model, batch):
 
 def classification_predict_fn(model, batch):
     logits = tf.cast(model(model_inputs(batch), training=False), tf.float32)
-    return {"logits": logits, LABEL_IDS: batch[LABEL_IDS], EXAMPLE_INDEX: batch[EXAMPLE_INDEX],
-            "per_example_loss": softmax_cross_entropy(logits, batch[LABEL_IDS])}
+    return {"logits": logits, "probabilities": tf.nn.softmax(logits, axis=-1), LABEL_IDS: batch[LABEL_IDS],
+            EXAMPLE_INDEX: batch[EXAMPLE_INDEX], "per_example_loss": softmax_cross_entropy(logits, batch[LABEL_IDS])}
 
 
 def classification_serving_fn(model, inputs):
@@ -522,15 +522,11 @@ def _save_best(task, output_dir, best):
     best_dir = os.path.join(output_dir, BEST_DIR_NAME)
     staging = os.path.join(output_dir, f".{BEST_DIR_NAME}.tmp-{uuid.uuid4().hex}")
     tf.io.gfile.makedirs(staging)
-    for source in tf.io.gfile.glob(path + ".*"):
-        tf.io.gfile.copy(source, os.path.join(staging, BEST_CHECKPOINT_NAME + source[len(path):]))
+    checkpoint_io.copy_checkpoint(path, os.path.join(staging, BEST_CHECKPOINT_NAME))
     with tf.io.gfile.GFile(os.path.join(staging, "checkpoint"), "w") as handle:
         handle.write(f'model_checkpoint_path: "{BEST_CHECKPOINT_NAME}"\n'
                      f'all_model_checkpoint_paths: "{BEST_CHECKPOINT_NAME}"\n')
     _write_json(os.path.join(staging, "eval_results.json"), dict(metrics, source_checkpoint=path))
-    config_file = os.path.join(output_dir, checkpoint_io.ALBERT_CONFIG_NAME)
-    if tf.io.gfile.exists(config_file):
-        tf.io.gfile.copy(config_file, os.path.join(staging, checkpoint_io.ALBERT_CONFIG_NAME))
     _write_eval_predictions(task, staging, outputs_by_split)
     if tf.io.gfile.exists(best_dir):
         tf.io.gfile.rmtree(best_dir)

@@ -13,6 +13,7 @@ import numpy as np
 import tensorflow as tf
 from absl import logging
 
+from albert_tf import checkpoint_io
 from albert_tf.config import AlbertConfig
 from albert_tf.distribution import get_strategy
 from albert_tf.optimization import create_optimizer
@@ -21,7 +22,6 @@ from albert_tf.pretraining_losses import pretraining_loss, pretraining_metric_su
 from albert_tf.training_loop import (Trainer, TrainingSettings, enable_determinism, set_mixed_precision,
                                      write_scalars)
 
-CONFIG_FILE_NAME = "albert_config.json"
 BEST_METRIC = "masked_lm_accuracy"
 EVAL_KEYS = ("loss", "masked_lm_accuracy", "masked_lm_loss", "sentence_order_accuracy", "sentence_order_loss")
 
@@ -63,7 +63,7 @@ def _pretraining_metrics_fn(model, batch):
 
 def check_output_dir_config(output_dir: str, config: AlbertConfig) -> None:
     """Writes the config into output_dir, or checks it equals the one a previous run left there."""
-    path = os.path.join(output_dir, CONFIG_FILE_NAME)
+    path = os.path.join(output_dir, checkpoint_io.ALBERT_CONFIG_NAME)
     if tf.io.gfile.exists(path):
         previous = AlbertConfig.from_json_file(path).to_dict()
         current = config.to_dict()
@@ -109,18 +109,11 @@ def _write_eval_results(output_dir: str, results: Dict[str, float], text: Option
 
 
 def _copy_checkpoint(checkpoint_path: str, destination_dir: str) -> str:
-    """Copies a checkpoint's files, and the config beside them, to destination_dir/ckpt-best.*, replacing the
-    previous best; convert_checkpoint and fine-tuning then find the config there."""
+    """Copies a checkpoint (with its config) to destination_dir/ckpt-best.*, replacing the previous best."""
     if tf.io.gfile.exists(destination_dir):
         tf.io.gfile.rmtree(destination_dir)
     tf.io.gfile.makedirs(destination_dir)
-    prefix = os.path.join(destination_dir, "ckpt-best")
-    for source in tf.io.gfile.glob(checkpoint_path + ".*"):
-        tf.io.gfile.copy(source, prefix + source[len(checkpoint_path):], overwrite=True)
-    config_file = os.path.join(os.path.dirname(checkpoint_path), CONFIG_FILE_NAME)
-    if tf.io.gfile.exists(config_file):
-        tf.io.gfile.copy(config_file, os.path.join(destination_dir, CONFIG_FILE_NAME), overwrite=True)
-    return prefix
+    return checkpoint_io.copy_checkpoint(checkpoint_path, os.path.join(destination_dir, "ckpt-best"))
 
 
 class Pretraining:

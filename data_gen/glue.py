@@ -443,12 +443,7 @@ def probabilities_file(task: GlueTask, predicted_task: GlueTask, split: str) -> 
 def write_probabilities(path: str, task: GlueTask, outputs: Dict[str, np.ndarray]) -> None:
     """The original run_classifier's test_results.tsv: each example's class probabilities (STS-B: its score),
     tab separated, one line each, no header."""
-    if task.is_regression:
-        rows = np.asarray(outputs["predictions"], np.float32)[:, None]
-    else:
-        logits = np.asarray(outputs["logits"], np.float64)
-        exponentials = np.exp(logits - logits.max(axis=-1, keepdims=True))
-        rows = (exponentials / exponentials.sum(axis=-1, keepdims=True)).astype(np.float32)
+    rows = outputs["predictions"][:, None] if task.is_regression else outputs["probabilities"]
     with tf.io.gfile.GFile(path, "w") as handle:
         handle.write("".join("\t".join(str(value) for value in row) + "\n" for row in rows))
 

@@ -340,7 +340,7 @@ class _PieceAligner:
                 if char_first_piece[character] < 0:
                     char_first_piece[character] = piece_index
                 char_last_piece[character] = piece_index
-            for position in range(begin, min(end, len(normalized))):
+            for position in range(begin, end):
                 if normalized[position].isspace() and space_piece[origins[position]] < 0:
                     space_piece[origins[position]] = piece_index
         return ParagraphTokens(pieces=pieces, piece_start_char=piece_start_char, piece_end_char=piece_end_char,
