@@ -7,15 +7,15 @@ import it) does not pay for TensorFlow and Keras unless a model is needed.
 import importlib
 
 _EXPORTS = {
-    "AlbertClassifier": "albert_tf.classifier",
+    "AlbertClassifier": "albert_tf.models.classifier",
     "AlbertConfig": "albert_tf.config",
-    "AlbertEncoder": "albert_tf.encoder",
-    "AlbertMultipleChoice": "albert_tf.multiple_choice",
-    "AlbertPretrainer": "albert_tf.pretrainer",
-    "AlbertSpanPredictor": "albert_tf.span_predictor",
-    "AlbertSquadV2": "albert_tf.squad_v2",
-    "load_weights": "albert_tf.checkpoint_io",
-    "save_weights": "albert_tf.checkpoint_io",
+    "AlbertEncoder": "albert_tf.models.encoder",
+    "AlbertMultipleChoice": "albert_tf.models.multiple_choice",
+    "AlbertPretrainer": "albert_tf.models.pretrainer",
+    "AlbertSpanPredictor": "albert_tf.models.span_predictor",
+    "AlbertSquadV2": "albert_tf.models.squad_v2",
+    "load_weights": "albert_tf.checkpoints.checkpoint_io",
+    "save_weights": "albert_tf.checkpoints.checkpoint_io",
 }
 
 __all__ = sorted(_EXPORTS)

@@ -1,7 +1,7 @@
 """Measuring speed and memory: analytic FLOPs, the matmul peak, timed repeats, peak RSS, checkpoint size.
 
 The model workloads run what users run:
-- `pretrain_step`: `albert_tf.pretraining.Pretraining` (AlbertPretrainer, LAMB, the shared Trainer) and the
+- `pretrain_step`: `albert_tf.tasks.pretraining.Pretraining` (AlbertPretrainer, LAMB, the shared Trainer) and the
   Trainer's own training function, MLM on `max_predictions_per_seq` gathered positions + SOP, backward,
   clipping and the optimizer update;
 - `finetune_step`: AlbertClassifier (2 labels) with the fine-tuning loss of run_glue and AdamW, on the Trainer;
@@ -32,9 +32,9 @@ from typing import Callable, Dict, List, Optional, Sequence, Union
 import numpy as np
 import tensorflow as tf
 
-from albert_tf.bfloat16_support import cpu_bfloat16_units, xla_bfloat16_dot_dtype
 from albert_tf.config import AlbertConfig
-from albert_tf.host_allocator import cpu_allocator
+from albert_tf.training.bfloat16_support import cpu_bfloat16_units, xla_bfloat16_dot_dtype
+from albert_tf.training.host_allocator import cpu_allocator
 
 MODEL_WORKLOADS = ("pretrain_step", "finetune_step", "encode")
 # Both halves of each step are counted: a backward pass computes two matmuls (the gradients of both
@@ -336,7 +336,7 @@ def _repeating_dataset_fn(batch):
 # ---- model workloads --------------------------------------------------------------------------------
 
 def _pretrain_step(settings: BenchmarkSettings, output_dir: str):
-    from albert_tf.pretraining import Pretraining, PretrainingOptions
+    from albert_tf.tasks.pretraining import Pretraining, PretrainingOptions
 
     total = settings.warmup_steps + settings.steps * settings.repeats
     options = PretrainingOptions(
@@ -351,11 +351,11 @@ def _pretrain_step(settings: BenchmarkSettings, output_dir: str):
 
 
 def _finetune_step(settings: BenchmarkSettings, output_dir: str):
-    from albert_tf.classifier import AlbertClassifier
-    from albert_tf.distribution import get_strategy
-    from albert_tf.finetuning import classification_loss_fn
-    from albert_tf.optimization import create_optimizer
-    from albert_tf.training_loop import Trainer, set_mixed_precision
+    from albert_tf.models.classifier import AlbertClassifier
+    from albert_tf.training.distribution import get_strategy
+    from albert_tf.tasks.finetuning import classification_loss_fn
+    from albert_tf.training.optimization import create_optimizer
+    from albert_tf.training.training_loop import Trainer, set_mixed_precision
 
     total = settings.warmup_steps + settings.steps * settings.repeats
     set_mixed_precision(settings.mixed_precision)
@@ -385,9 +385,9 @@ def _training_steps_function(workload: str, settings: BenchmarkSettings, output_
 
 
 def _encode_function(settings: BenchmarkSettings):
-    from albert_tf.distribution import get_strategy
-    from albert_tf.encoder import AlbertEncoder
-    from albert_tf.training_loop import set_mixed_precision
+    from albert_tf.training.distribution import get_strategy
+    from albert_tf.models.encoder import AlbertEncoder
+    from albert_tf.training.training_loop import set_mixed_precision
 
     set_mixed_precision(settings.mixed_precision)
     with get_strategy("one_device").scope():
@@ -563,7 +563,7 @@ def compare_presets(preset_names: Sequence[str], training_presets: Sequence[str]
     >>> [round(row["encoder_parameter_mb"]) for row in rows]  # doctest: +SKIP
     [1336, 71]
     """
-    from albert_tf.param_count import encoder_parameters
+    from albert_tf.models.param_count import encoder_parameters
 
     unknown = sorted(set(training_presets) - set(preset_names))
     if unknown:

@@ -32,7 +32,7 @@ import numpy as np
 import tensorflow as tf
 from absl import logging
 
-from albert_tf import metrics
+from albert_tf.training import metrics
 from data_gen import feature_cache
 
 # GLUE texts can exceed csv's default field limit (128 KiB).

@@ -20,7 +20,7 @@ import numpy as np
 import tensorflow as tf
 from absl import logging
 
-from albert_tf import metrics
+from albert_tf.training import metrics
 from data_gen import feature_cache
 
 LEVELS = ("middle", "high")

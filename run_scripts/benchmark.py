@@ -17,9 +17,10 @@ import tempfile
 
 from absl import app, flags, logging
 
-from albert_tf import benchmarking, host_allocator
+from albert_tf import benchmarking
 from albert_tf.config import load_config
-from albert_tf.training_flags import define_compute_flags, recompute_blocks_from_flags
+from albert_tf.training import host_allocator
+from run_scripts.training_flags import define_compute_flags, recompute_blocks_from_flags
 
 DATA_WORKLOADS = ("input_pipeline", "create_pretraining_data")
 WORKLOADS = benchmarking.MODEL_WORKLOADS + DATA_WORKLOADS

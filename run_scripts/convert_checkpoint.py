@@ -25,7 +25,7 @@ import sys
 
 from absl import app, flags, logging
 
-from albert_tf import checkpoint_io
+from albert_tf.checkpoints import checkpoint_io
 from albert_tf.config import load_config
 
 FLAGS = flags.FLAGS

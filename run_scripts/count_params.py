@@ -6,8 +6,8 @@
 
 from absl import app, flags
 
-from albert_tf import param_count
 from albert_tf.config import load_config
+from albert_tf.models import param_count
 
 FLAGS = flags.FLAGS
 flags.DEFINE_string("preset", None, "A named preset, e.g. albert-base.")

@@ -7,9 +7,9 @@ any --num_workers; rerunning the same command skips finished shards.
 
 from absl import app, flags, logging
 
-from albert_tf.original_flags import define_original_flags
 from albert_tf.tokenization import AlbertTokenizer
 from data_gen import create_pretraining_data as cpd
+from run_scripts.original_flags import define_original_flags
 
 FLAGS = flags.FLAGS
 flags.DEFINE_string("input_file", None, "Input text file(s): comma list and/or globs. Not used with tfds input.")

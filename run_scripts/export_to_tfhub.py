@@ -9,11 +9,11 @@ Loading the encoder needs only TensorFlow; the preprocessor also needs `import t
 
 from absl import app, flags, logging
 
-from albert_tf import checkpoint_io
+from albert_tf.checkpoints import checkpoint_io
 from albert_tf.config import load_config
-from albert_tf.hub_export import export_hub_modules
-from albert_tf.hub_preprocessor import DEFAULT_SEQ_LENGTH
-from albert_tf.original_flags import NO_EINSUM_CHOICE, define_original_flags
+from albert_tf.export.hub_export import export_hub_modules
+from albert_tf.export.hub_preprocessor import DEFAULT_SEQ_LENGTH
+from run_scripts.original_flags import NO_EINSUM_CHOICE, define_original_flags
 
 FLAGS = flags.FLAGS
 

@@ -8,14 +8,14 @@ import dataclasses
 
 from absl import flags, logging
 
-from albert_tf import checkpoint_io, hub_module
-from albert_tf import finetuning
-from albert_tf.finetuning import FinetuningOptions
-from albert_tf.optimization import OPTIMIZER_NAMES
-from albert_tf.original_flags import define_original_flags
+from albert_tf.checkpoints import checkpoint_io, hub_module
+from albert_tf.tasks import finetuning
+from albert_tf.tasks.finetuning import FinetuningOptions
 from albert_tf.tokenization import AlbertTokenizer
-from albert_tf.training_flags import define_compute_flags, define_distribution_flags, recompute_blocks_from_flags
-from albert_tf.training_loop import TrainingPreempted
+from albert_tf.training.optimization import OPTIMIZER_NAMES
+from albert_tf.training.training_loop import TrainingPreempted
+from run_scripts.original_flags import define_original_flags
+from run_scripts.training_flags import define_compute_flags, define_distribution_flags, recompute_blocks_from_flags
 
 FLAGS = flags.FLAGS
 

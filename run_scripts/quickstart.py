@@ -16,10 +16,10 @@ import time
 
 from absl import app, flags, logging
 
-from albert_tf import host_allocator
 from albert_tf.config import AlbertConfig
-from albert_tf.pretraining import Pretraining, PretrainingOptions
+from albert_tf.tasks.pretraining import Pretraining, PretrainingOptions
 from albert_tf.tokenization import AlbertTokenizer
+from albert_tf.training import host_allocator
 from data_gen import build_vocab, corpora
 from data_gen.create_pretraining_data import create_pretraining_data, output_shard_paths
 from data_gen.pretraining_input import masked_lm_majority_baseline, pretraining_dataset_fn

@@ -13,7 +13,9 @@ import os
 import tensorflow as tf
 from absl import app, flags, logging
 
-from albert_tf import AlbertClassifier, finetuning, host_allocator
+from albert_tf import AlbertClassifier
+from albert_tf.tasks import finetuning
+from albert_tf.training import host_allocator
 from data_gen import glue
 from run_scripts import finetuning_flags
 

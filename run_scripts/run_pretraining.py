@@ -8,14 +8,14 @@ import sys
 
 from absl import app, flags, logging
 
-from albert_tf import host_allocator
 from albert_tf.config import load_config
-from albert_tf.original_flags import define_original_flags
-from albert_tf.pretraining import Pretraining, PretrainingOptions
-from albert_tf.training_flags import (define_compute_flags, define_distribution_flags,
-                                      recompute_blocks_from_flags)
-from albert_tf.training_loop import NonFiniteLossError, TrainingPreempted
+from albert_tf.tasks.pretraining import Pretraining, PretrainingOptions
+from albert_tf.training import host_allocator
+from albert_tf.training.training_loop import NonFiniteLossError, TrainingPreempted
 from data_gen.pretraining_input import pretraining_dataset_fn
+from run_scripts.original_flags import define_original_flags
+from run_scripts.training_flags import (define_compute_flags, define_distribution_flags,
+                                        recompute_blocks_from_flags)
 
 FLAGS = flags.FLAGS
 # The original run_pretraining.py flags, same names and defaults.

@@ -12,8 +12,11 @@ import numpy as np
 import tensorflow as tf
 from absl import app, flags, logging
 
-from albert_tf import AlbertMultipleChoice, finetuning, host_allocator, original_flags
+from albert_tf import AlbertMultipleChoice
+from albert_tf.tasks import finetuning
+from albert_tf.training import host_allocator
 from data_gen import race
+from run_scripts import original_flags
 from run_scripts import finetuning_flags
 
 FLAGS = flags.FLAGS

@@ -28,8 +28,11 @@ import os
 import tensorflow as tf
 from absl import app, flags, logging
 
-from albert_tf import AlbertSpanPredictor, AlbertSquadV2, finetuning, host_allocator, original_flags
+from albert_tf import AlbertSpanPredictor, AlbertSquadV2
+from albert_tf.tasks import finetuning
+from albert_tf.training import host_allocator
 from data_gen import squad, squad_evaluation, squad_postprocess
+from run_scripts import original_flags
 from run_scripts import finetuning_flags
 
 FLAGS = flags.FLAGS

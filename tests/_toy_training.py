@@ -20,7 +20,7 @@ import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
 from absl import logging  # noqa: E402
 
-from albert_tf import distribution, optimization, training_loop  # noqa: E402
+from albert_tf.training import distribution, optimization, training_loop  # noqa: E402
 
 NUM_EXAMPLES = 96
 NUM_FEATURES = 6

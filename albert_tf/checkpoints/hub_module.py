@@ -1,0 +1,145 @@
+"""Fine-tuning from an encoder exported by `run_scripts.export_to_tfhub` (`--hub_module_handle`).
+
+The export keeps what a fine-tuning run needs: `assets/albert_config.json`, `assets/spm.model`, the
+`do_lower_case` flag, and every weight keyed by its original TF1 name (`variables_by_tf1_name`).
+They are read from the SavedModel's files directly, without loading its functions, and the weights
+go through `checkpoint_io.load_weights`, so the same strict matching applies as for any checkpoint:
+every encoder weight must be there with its shape, the config must agree with the model's, and the
+model's own heads (never part of a hub module) start fresh with a warning.
+"""
+
+import dataclasses
+import logging
+import os
+
+import tensorflow as tf
+
+from albert_tf.checkpoints.checkpoint_io import CheckpointContents, CheckpointLocation, LoadResult, load_weights
+from albert_tf.config import AlbertConfig
+from albert_tf.export.hub_export import ALBERT_CONFIG_ASSET, SPM_MODEL_ASSET, VARIABLES_BY_TF1_NAME
+
+logger = logging.getLogger(__name__)
+
+HUB_FORMAT = "albert-tf hub module"
+_OBJECT_GRAPH_KEY = "_CHECKPOINTABLE_OBJECT_GRAPH"
+_DO_LOWER_CASE = "do_lower_case"
+# The file tensorflow_hub writes into every TF1 hub module.
+TF1_HUB_MODULE_MARKER = "tfhub_module.pb"
+
+
+@dataclasses.dataclass(frozen=True)
+class HubModule:
+    """What an exported encoder directory provides for fine-tuning."""
+
+    encoder_dir: str
+    config: AlbertConfig
+    spm_model_file: str
+    do_lower_case: bool
+
+
+def resolve_encoder_dir(handle: str) -> str:
+    """The encoder SavedModel under `handle`: the export path itself or its `encoder/` directory."""
+    if not handle:
+        raise ValueError("--hub_module_handle is empty; give the directory run_scripts.export_to_tfhub wrote.")
+    if tf.io.gfile.exists(os.path.join(handle, TF1_HUB_MODULE_MARKER)):
+        raise ValueError(f"--hub_module_handle={handle!r} is an original TF1 hub module ({TF1_HUB_MODULE_MARKER}), "
+                         f"whose graph TensorFlow 2 cannot run; pass --init_checkpoint={handle} instead (its "
+                         f"variables, albert_config.json and SentencePiece model are read from it) with "
+                         f"--do_lower_case as its tokenization_info says (true for the released English models).")
+    for directory in (os.path.join(handle, "encoder"), handle):
+        if tf.io.gfile.exists(os.path.join(directory, "saved_model.pb")):
+            if not tf.io.gfile.exists(os.path.join(directory, "assets", ALBERT_CONFIG_ASSET)):
+                raise ValueError(f"--hub_module_handle={handle!r}: {directory} is a SavedModel without "
+                                 f"assets/{ALBERT_CONFIG_ASSET}, so it was not written by "
+                                 "run_scripts.export_to_tfhub (for an original TF1 hub module use "
+                                 "--init_checkpoint, which reads its variables).")
+            return directory
+    raise ValueError(f"--hub_module_handle={handle!r} holds no saved_model.pb, neither itself nor in encoder/; "
+                     "give the --export_path of run_scripts.export_to_tfhub or its encoder/ directory.")
+
+
+def _object_graph(reader):
+    from tensorflow.core.protobuf import trackable_object_graph_pb2
+
+    graph = trackable_object_graph_pb2.TrackableObjectGraph()
+    graph.ParseFromString(reader.get_tensor(_OBJECT_GRAPH_KEY))
+    return graph
+
+
+def _children(graph, node_id):
+    return {child.local_name: child.node_id for child in graph.nodes[node_id].children}
+
+
+def _value_key(graph, node_id):
+    return next(attribute.checkpoint_key for attribute in graph.nodes[node_id].attributes
+                if attribute.name == "VARIABLE_VALUE")
+
+
+def read_hub_module(handle: str) -> HubModule:
+    """Config, SentencePiece model and do_lower_case of an exported encoder.
+
+    Example:
+    >>> module = read_hub_module("/tmp/albert_hub")  # doctest: +SKIP
+    >>> module.config.hidden_size, os.path.basename(module.spm_model_file)  # doctest: +SKIP
+    (768, 'spm.model')
+    """
+    encoder_dir = resolve_encoder_dir(handle)
+    assets = os.path.join(encoder_dir, "assets")
+    config = AlbertConfig.from_json_file(os.path.join(assets, ALBERT_CONFIG_ASSET))
+    spm_model_file = os.path.join(assets, SPM_MODEL_ASSET)
+    if not tf.io.gfile.exists(spm_model_file):
+        raise ValueError(f"--hub_module_handle={handle!r}: {assets} has no {SPM_MODEL_ASSET}.")
+    reader = tf.train.load_checkpoint(os.path.join(encoder_dir, "variables", "variables"))
+    graph = _object_graph(reader)
+    flag_node = _children(graph, 0).get(_DO_LOWER_CASE)
+    if flag_node is None:
+        raise ValueError(f"--hub_module_handle={handle!r}: the SavedModel in {encoder_dir} has no "
+                         f"`{_DO_LOWER_CASE}` variable.")
+    do_lower_case = bool(reader.get_tensor(_value_key(graph, flag_node)))
+    return HubModule(encoder_dir, config, spm_model_file, do_lower_case)
+
+
+def read_hub_checkpoint(handle: str) -> CheckpointContents:
+    """The module's weights by TF1 name, as `checkpoint_io.load_weights(model, contents)` takes them.
+
+    Example:
+    >>> contents = read_hub_checkpoint("/tmp/albert_hub")  # doctest: +SKIP
+    >>> contents.shapes["bert/embeddings/word_embeddings"]  # doctest: +SKIP
+    (30000, 128)
+    """
+    module = read_hub_module(handle)
+    prefix = os.path.join(module.encoder_dir, "variables", "variables")
+    reader = tf.train.load_checkpoint(prefix)
+    graph = _object_graph(reader)
+    names_node = _children(graph, 0).get(VARIABLES_BY_TF1_NAME)
+    if names_node is None:
+        raise ValueError(f"--hub_module_handle={handle!r}: the SavedModel in {module.encoder_dir} has no "
+                         f"`{VARIABLES_BY_TF1_NAME}`; re-export it with run_scripts.export_to_tfhub.")
+    keys = {name: _value_key(graph, node) for name, node in _children(graph, names_node).items()}
+    shape_map = reader.get_variable_to_shape_map()
+    return CheckpointContents(
+        location=CheckpointLocation(HUB_FORMAT, prefix, module.encoder_dir),
+        shapes={name: tuple(shape_map[key]) for name, key in keys.items()},
+        read=lambda name: reader.get_tensor(keys[name]),
+        config=module.config, config_source=os.path.join(module.encoder_dir, "assets", ALBERT_CONFIG_ASSET),
+        file_names={name: f"{VARIABLES_BY_TF1_NAME}[{name!r}]" for name in keys})
+
+
+def load_encoder_weights(model, handle: str) -> HubModule:
+    """Loads an exported encoder's weights into `model` and returns the module's config and vocabulary.
+
+    `model` is an AlbertEncoder, an AlbertPretrainer (its masked-LM head comes from `.mlm`; the
+    sentence-order head is not exported and starts fresh) or a fine-tuning model with `.encoder`
+    (its head starts fresh). Build the model from `read_hub_module(handle).config`.
+
+    Example:
+    >>> from albert_tf import AlbertClassifier
+    >>> module = read_hub_module("/tmp/albert_hub")  # doctest: +SKIP
+    >>> classifier = AlbertClassifier(module.config, num_labels=2)  # doctest: +SKIP
+    >>> load_encoder_weights(classifier, "/tmp/albert_hub").spm_model_file  # doctest: +SKIP
+    '/tmp/albert_hub/encoder/assets/spm.model'
+    """
+    module = read_hub_module(handle)
+    result: LoadResult = load_weights(model, read_hub_checkpoint(handle), allow_missing_heads=True)
+    logger.info("Loaded %d variables from the hub module %s.", result.num_loaded, module.encoder_dir)
+    return module

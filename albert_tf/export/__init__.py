@@ -1,0 +1,1 @@
+"""SavedModel exports: the TF-Hub-style encoder and preprocessor, and the serving models."""

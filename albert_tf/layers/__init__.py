@@ -1,0 +1,2 @@
+"""The building blocks of ALBERT's networks: embeddings, the attention and feed-forward halves of a block,
+activations, dropout and block recomputation, and the heads (masked LM, classification, SQuAD v2)."""

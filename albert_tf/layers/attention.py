@@ -1,0 +1,85 @@
+"""AlbertAttention: the attention half of a block, multi-head self-attention with its post-LN."""
+
+import math
+
+import keras
+import tensorflow as tf
+
+from albert_tf.layers.embeddings import LAYER_NORM_EPSILON
+from albert_tf.layers.replica_dropout import ReplicaDropout
+
+
+class AlbertAttention(keras.layers.Layer):
+    """`LN(x + dropout(Wo · softmax(QKᵀ/sqrt(d) + bias) V))`, as the original's attention_ffn_block.
+
+    The post-attention LayerNorm belongs to this half, so sharing attention shares it too
+    (paper Table 4 counts it that way). Softmax runs in float32 under mixed precision.
+    `attention_bias` is [B, 1, 1, S] float32, 0 for real tokens and -10000 for padding; the
+    encoder computes it once and passes it to every depth.
+
+    Example:
+    >>> layer = AlbertAttention(hidden_size=16, num_attention_heads=2)
+    >>> layer(tf.zeros([1, 3, 16]), tf.zeros([1, 1, 1, 3])).shape
+    TensorShape([1, 3, 16])
+    """
+
+    def __init__(self, hidden_size, num_attention_heads, attention_probs_dropout_prob=0.0,
+                 hidden_dropout_prob=0.0, initializer_range=0.02, **kwargs):
+        super().__init__(**kwargs)
+        if hidden_size % num_attention_heads:
+            raise ValueError(f"hidden_size={hidden_size} must be divisible by "
+                             f"num_attention_heads={num_attention_heads}.")
+        self.hidden_size = hidden_size
+        self.num_attention_heads = num_attention_heads
+        self.attention_probs_dropout_prob = attention_probs_dropout_prob
+        self.hidden_dropout_prob = hidden_dropout_prob
+        self.initializer_range = initializer_range
+        self.head_size = hidden_size // num_attention_heads
+        # Keras would autocast attention_bias to bfloat16 under mixed precision; the -10000
+        # padding bias is added in float32, as in the original.
+        self._convert_input_args = False
+
+        def dense(name):
+            return keras.layers.Dense(
+                hidden_size, name=name, dtype=self.dtype_policy,
+                kernel_initializer=keras.initializers.TruncatedNormal(stddev=initializer_range))
+
+        self.query = dense("query")
+        self.key = dense("key")
+        self.value = dense("value")
+        self.output_dense = dense("dense")
+        self.layer_norm = keras.layers.LayerNormalization(epsilon=LAYER_NORM_EPSILON, name="LayerNorm",
+                                                          dtype=self.dtype_policy)
+        self.attention_dropout = ReplicaDropout(attention_probs_dropout_prob, dtype=self.dtype_policy)
+        self.output_dropout = ReplicaDropout(hidden_dropout_prob, dtype=self.dtype_policy)
+
+    def build(self, input_shape=None):
+        hidden_shape = (None, None, self.hidden_size)
+        for layer in (self.query, self.key, self.value, self.output_dense, self.layer_norm):
+            layer.build(hidden_shape)
+        self.built = True
+
+    def _split_heads(self, tensor):
+        shape = tf.shape(tensor)
+        return tf.reshape(tensor, [shape[0], shape[1], self.num_attention_heads, self.head_size])
+
+    def call(self, hidden_states, attention_bias, training=False):
+        hidden_states = tf.cast(hidden_states, self.compute_dtype)
+        attention_bias = tf.cast(attention_bias, tf.float32)
+        query = self._split_heads(self.query(hidden_states))
+        key = self._split_heads(self.key(hidden_states))
+        value = self._split_heads(self.value(hidden_states))
+        scores = tf.einsum("bqnd,bknd->bnqk", query, key) * (1.0 / math.sqrt(self.head_size))
+        probs = tf.nn.softmax(tf.cast(scores, tf.float32) + attention_bias, axis=-1)
+        probs = self.attention_dropout(tf.cast(probs, self.compute_dtype), training=training)
+        context = tf.einsum("bnqk,bknd->bqnd", probs, value)
+        context = tf.reshape(context, tf.shape(hidden_states))
+        attention_output = self.output_dropout(self.output_dense(context), training=training)
+        return self.layer_norm(attention_output + hidden_states)
+
+    def get_config(self):
+        config = super().get_config()
+        config.update(hidden_size=self.hidden_size, num_attention_heads=self.num_attention_heads,
+                      attention_probs_dropout_prob=self.attention_probs_dropout_prob,
+                      hidden_dropout_prob=self.hidden_dropout_prob, initializer_range=self.initializer_range)
+        return config

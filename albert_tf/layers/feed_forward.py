@@ -1,0 +1,97 @@
+"""AlbertFeedForward: the feed-forward half of a block, with its post-LN (the original's LayerNorm_1)."""
+
+import keras
+import tensorflow as tf
+
+from albert_tf.layers.activations import get_activation
+from albert_tf.layers.embeddings import LAYER_NORM_EPSILON
+from albert_tf.layers.recomputation import input_for_recomputation
+from albert_tf.layers.replica_dropout import ReplicaDropout
+
+
+def activated_projection(pre_activation, kernel, bias, activation):
+    """`activation(pre_activation) · kernel + bias`, over the last axis; the gradient recomputes the activation.
+
+    Only `pre_activation` is kept for the backward pass: the activated [batch, seq, intermediate] tensor
+    that W2's kernel gradient needs is recomputed there (one elementwise pass), not held from the forward
+    pass. At ALBERT-base, batch 8 x 128, that is 151 MB less for XLA to hold across the 12 depths
+    (BUILD_NOTES.md, "Speed and memory").
+
+    Example:
+    >>> x = tf.constant([[-1.0, 2.0]])
+    >>> kernel, bias = tf.constant([[1.0], [0.5]]), tf.constant([0.25])
+    >>> activated_projection(x, kernel, bias, tf.nn.relu).numpy().tolist()
+    [[1.25]]
+    """
+
+    @tf.custom_gradient
+    def project(pre_activation, kernel, bias):
+        output = tf.tensordot(activation(pre_activation), kernel, axes=1) + bias
+
+        def gradient(upstream):
+            recomputed_input = input_for_recomputation(pre_activation, upstream)
+            with tf.GradientTape() as tape:
+                tape.watch(recomputed_input)
+                activated = activation(recomputed_input)
+            batch_axes = list(range(upstream.shape.rank - 1))
+            kernel_grad = tf.tensordot(activated, upstream, axes=[batch_axes, batch_axes])
+            bias_grad = tf.reduce_sum(upstream, axis=batch_axes)
+            activated_grad = tf.tensordot(upstream, kernel, axes=[[upstream.shape.rank - 1], [1]])
+            return tape.gradient(activated, recomputed_input, output_gradients=activated_grad), kernel_grad, bias_grad
+
+        return output, gradient
+
+    return project(pre_activation, kernel, bias)
+
+
+class AlbertFeedForward(keras.layers.Layer):
+    """`LN(x + dropout(W2 · act(W1 · x)))`.
+
+    Sublayer names follow the original's nesting: `intermediate` (W1) and `output` (W2, which the
+    TF1 checkpoint stores under `ffn_1/intermediate/output/dense`).
+
+    Example:
+    >>> layer = AlbertFeedForward(hidden_size=16, intermediate_size=64)
+    >>> layer(keras.ops.zeros([1, 3, 16])).shape
+    TensorShape([1, 3, 16])
+    """
+
+    def __init__(self, hidden_size, intermediate_size, hidden_act="gelu", hidden_dropout_prob=0.0,
+                 initializer_range=0.02, **kwargs):
+        super().__init__(**kwargs)
+        self.hidden_size = hidden_size
+        self.intermediate_size = intermediate_size
+        self.hidden_act = hidden_act
+        self.hidden_dropout_prob = hidden_dropout_prob
+        self.initializer_range = initializer_range
+        initializer = keras.initializers.TruncatedNormal(stddev=initializer_range)
+        self.activation = get_activation(hidden_act)
+        # W1 without its activation: the activation runs inside `activated_projection` with W2.
+        self.intermediate = keras.layers.Dense(intermediate_size, kernel_initializer=initializer, name="intermediate",
+                                               dtype=self.dtype_policy)
+        self.output_dense = keras.layers.Dense(hidden_size, kernel_initializer=initializer, name="output",
+                                               dtype=self.dtype_policy)
+        self.layer_norm = keras.layers.LayerNormalization(epsilon=LAYER_NORM_EPSILON, name="LayerNorm_1",
+                                                          dtype=self.dtype_policy)
+        self.dropout = ReplicaDropout(hidden_dropout_prob, dtype=self.dtype_policy)
+
+    def build(self, input_shape=None):
+        self.intermediate.build((None, None, self.hidden_size))
+        self.output_dense.build((None, None, self.intermediate_size))
+        self.layer_norm.build((None, None, self.hidden_size))
+        self.built = True
+
+    def call(self, hidden_states, training=False):
+        compute_dtype = self.output_dense.compute_dtype
+        projected = activated_projection(self.intermediate(hidden_states),
+                                         keras.ops.cast(self.output_dense.kernel, compute_dtype),
+                                         keras.ops.cast(self.output_dense.bias, compute_dtype), self.activation)
+        ffn_output = self.dropout(projected, training=training)
+        return self.layer_norm(ffn_output + hidden_states)
+
+    def get_config(self):
+        config = super().get_config()
+        config.update(hidden_size=self.hidden_size, intermediate_size=self.intermediate_size,
+                      hidden_act=self.hidden_act, hidden_dropout_prob=self.hidden_dropout_prob,
+                      initializer_range=self.initializer_range)
+        return config

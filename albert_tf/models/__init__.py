@@ -1,0 +1,1 @@
+"""ALBERT's networks: the sharing plan, the encoder, the pretrainer, the task models and parameter accounting."""

@@ -1,0 +1,55 @@
+"""absl flags that run_pretraining, the fine-tuning scripts and the benchmark share, defined in one place.
+
+A script calls the `define_*` functions at import, then reads the values as usual; the models'
+`recompute_blocks` setting comes from `recompute_blocks_from_flags()`.
+"""
+
+from typing import Union
+
+from absl import flags
+
+from albert_tf.layers.recomputation import recompute_setting
+from albert_tf.training.distribution import STRATEGY_NAMES
+from albert_tf.training.training_loop import MIXED_PRECISION_POLICIES
+
+# The flags belong to the script that defines them (its --help lists them), not to this module.
+flags.disclaim_key_flags()
+
+
+def define_compute_flags(flag_values: flags.FlagValues = flags.FLAGS) -> None:
+    """How a step is computed: XLA, the dtype policy, steps per call, block recomputation.
+
+    Example:
+    >>> flag_values = flags.FlagValues()
+    >>> define_compute_flags(flag_values)
+    >>> _ = flag_values(["script", "--num_recomputed_blocks=8"])
+    >>> flag_values.jit_compile, recompute_blocks_from_flags(flag_values)
+    (True, 8)
+    """
+    flags.DEFINE_bool("jit_compile", True, "Compile the model's steps (training, evaluation, prediction) with "
+                      "XLA (--nojit_compile: TensorFlow's own kernels).", flag_values=flag_values)
+    flags.DEFINE_enum("mixed_precision", "float32", MIXED_PRECISION_POLICIES, "Keras dtype policy.",
+                      flag_values=flag_values)
+    flags.DEFINE_integer("steps_per_loop", 1, "Training steps per tf.function call (use more on TPUs).",
+                         flag_values=flag_values)
+    flags.DEFINE_bool("recompute_blocks", False, "Re-run each transformer block in the backward pass instead of "
+                      "storing its activations: less memory, about a third more compute.", flag_values=flag_values)
+    flags.DEFINE_integer("num_recomputed_blocks", 0, "Recompute only the first N applied blocks (with or without "
+                         "--recompute_blocks): each saves about its activations for a ninth of its compute; 0 "
+                         "recomputes all of them with --recompute_blocks.", flag_values=flag_values)
+
+
+def define_distribution_flags(flag_values: flags.FlagValues = flags.FLAGS) -> None:
+    """Where and how reproducibly a run trains: the tf.distribute strategy, its TPU, the seed, determinism."""
+    flags.DEFINE_enum("strategy", "one_device", STRATEGY_NAMES, "tf.distribute strategy; multi_worker_mirrored "
+                      "reads TF_CONFIG.", flag_values=flag_values)
+    flags.DEFINE_string("tpu", None, "Cloud TPU name or grpc:// address for --strategy=tpu.",
+                        flag_values=flag_values)
+    flags.DEFINE_integer("seed", 12345, "Seed for initialisation, dropout and data order.", flag_values=flag_values)
+    flags.DEFINE_bool("deterministic", False, "Make TensorFlow ops deterministic (slower; exact resumes).",
+                      flag_values=flag_values)
+
+
+def recompute_blocks_from_flags(flag_values: flags.FlagValues = flags.FLAGS) -> Union[bool, int]:
+    """The models' `recompute_blocks` from --recompute_blocks and --num_recomputed_blocks."""
+    return recompute_setting(flag_values.recompute_blocks, flag_values.num_recomputed_blocks)

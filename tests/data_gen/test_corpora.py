@@ -1,0 +1,183 @@
+"""Tests for data_gen/corpora.py and run_scripts/extract_corpus.py (the built-in docstring corpus)."""
+import os
+import subprocess
+import sys
+
+import pytest
+
+from data_gen import corpora
+from tests.helpers import REPO_ROOT
+
+HOLDOUT_FRACTION = 0.05
+
+
+def _read_documents(path):
+    with open(path, encoding="utf-8") as handle:
+        text = handle.read()
+    assert text.endswith("\n\n") and not text.endswith("\n\n\n")
+    return [block.split("\n") for block in text[:-2].split("\n\n")]
+
+
+@pytest.fixture(scope="module")
+def stdlib_corpus(tmp_path_factory):
+    """The standard-library corpus written once through the library, with a held-out part."""
+    directory = tmp_path_factory.mktemp("corpus")
+    train, holdout = str(directory / "train.txt"), str(directory / "holdout.txt")
+    modules_before = set(sys.modules)
+    stats = corpora.write_corpus(train, holdout_fraction=HOLDOUT_FRACTION, holdout_path=holdout, seed=0)
+    new_modules = set(sys.modules) - modules_before
+    return {"train": train, "holdout": holdout, "stats": stats, "new_modules": new_modules,
+            "directory": directory}
+
+
+def test_the_corpus_has_the_pretraining_text_format(stdlib_corpus):
+    for split in ("train", "holdout"):
+        for document in _read_documents(stdlib_corpus[split]):
+            assert len(document) >= 2
+            for sentence in document:
+                assert sentence == sentence.strip() and len(sentence.split()) >= 3
+                assert not sentence.startswith((">>>", "...")), sentence
+                assert "\t" not in sentence and "``" not in sentence
+
+
+def test_the_standard_library_gives_thousands_of_documents_and_the_counts_match_the_files(stdlib_corpus):
+    stats = stdlib_corpus["stats"]
+    train = _read_documents(stdlib_corpus["train"])
+    holdout = _read_documents(stdlib_corpus["holdout"])
+    assert stats["train_documents"] == len(train) and stats["holdout_documents"] == len(holdout)
+    assert stats["documents"] == len(train) + len(holdout) >= 3000
+    assert stats["sentences"] == sum(map(len, train + holdout)) >= 10000
+    assert stats["words"] == sum(len(s.split()) for document in train + holdout for s in document) >= 100000
+    assert stats["files"] >= 500 and stats["duplicate_documents"] > 0
+    assert stats["docstrings"] == stats["documents"] + stats["short_documents"] + stats["duplicate_documents"]
+
+
+def test_documents_are_unique_and_the_holdout_split_is_disjoint_and_hash_chosen(stdlib_corpus):
+    train = [tuple(d) for d in _read_documents(stdlib_corpus["train"])]
+    holdout = [tuple(d) for d in _read_documents(stdlib_corpus["holdout"])]
+    assert len(set(train + holdout)) == len(train) + len(holdout)
+    assert 0.03 < len(holdout) / (len(train) + len(holdout)) < 0.07
+    assert all(corpora.is_holdout_document(d, HOLDOUT_FRACTION, seed=0) for d in holdout)
+    assert not any(corpora.is_holdout_document(d, HOLDOUT_FRACTION, seed=0) for d in train)
+    reseeded = {d for d in train + holdout if corpora.is_holdout_document(d, HOLDOUT_FRACTION, seed=1)}
+    assert reseeded and reseeded != set(holdout)
+
+
+def test_extraction_imports_none_of_the_modules_it_reads(stdlib_corpus):
+    assert not {"antigravity", "this", "tkinter", "turtle", "idlelib"} & stdlib_corpus["new_modules"]
+    assert not [name for name in os.listdir(stdlib_corpus["directory"]) if name.endswith(".incomplete")]
+
+
+def test_the_script_writes_the_same_files_on_a_second_run(stdlib_corpus):
+    directory = stdlib_corpus["directory"]
+    train, holdout = str(directory / "again.txt"), str(directory / "again_holdout.txt")
+    subprocess.run([sys.executable, "-m", "run_scripts.extract_corpus", f"--output={train}",
+                    f"--holdout_output={holdout}", f"--holdout_fraction={HOLDOUT_FRACTION}"],
+                   cwd=REPO_ROOT, check=True, capture_output=True)
+    for first, second in ((stdlib_corpus["train"], train), (stdlib_corpus["holdout"], holdout)):
+        with open(first, "rb") as a, open(second, "rb") as b:
+            assert a.read() == b.read()
+
+
+def test_the_script_refuses_a_holdout_fraction_without_a_holdout_output(tmp_path):
+    result = subprocess.run([sys.executable, "-m", "run_scripts.extract_corpus", f"--output={tmp_path}/x.txt",
+                             "--holdout_fraction=0.1"], cwd=REPO_ROOT, capture_output=True, text=True)
+    assert result.returncode != 0 and "--holdout_output" in result.stderr
+    assert not os.path.exists(tmp_path / "x.txt")
+
+
+def test_bad_holdout_arguments_are_named(tmp_path):
+    path = str(tmp_path / "corpus.txt")
+    with pytest.raises(ValueError, match="holdout_fraction=1.5"):
+        corpora.write_corpus(path, holdout_fraction=1.5, holdout_path=str(tmp_path / "h.txt"))
+    with pytest.raises(ValueError, match="holdout_fraction=0.1 needs a holdout_path"):
+        corpora.write_corpus(path, holdout_fraction=0.1)
+    with pytest.raises(ValueError, match="same file"):
+        corpora.write_corpus(path, holdout_fraction=0.1, holdout_path=path)
+
+
+def test_sentences_keep_prose_and_drop_code_doctests_tables_and_fields():
+    docstring = "\n".join([
+        "Read a config file, e.g. Setup.cfg. Return its sections",
+        "as a dict! Is that all? Yes it is.",
+        "",
+        "Example::",
+        "",
+        "    read(path) -> dict",
+        "",
+        "The :func:`read` call uses ``open`` and follows `links` too.",
+        ">>> read('a.cfg')",
+        "{'a': 1}",
+        "",
+        "Parameters",
+        "----------",
+        "path : str",
+        "    The file to read.",
+        "",
+        "=====  ========",
+        "Mode   Meaning",
+        "=====  ========",
+        "",
+        ":param path: the file",
+        ":return: the sections",
+        "",
+        "Short one.",
+    ])
+    assert corpora.docstring_to_sentences(docstring) == [
+        "Read a config file, e.g. Setup.cfg.",
+        "Return its sections as a dict!",
+        "Is that all?",
+        "Yes it is.",
+        "The read call uses open and follows links too.",
+    ]
+    assert corpora.docstring_to_sentences("Short one. Two words.", min_words_per_sentence=2) == [
+        "Short one.", "Two words."]
+
+
+def test_docstrings_come_in_source_order_from_every_nesting():
+    source = b'\n'.join([
+        b'"""Module."""',
+        b'import sys',
+        b'class Outer:',
+        b'    """Outer."""',
+        b'    def method(self):',
+        b'        """Method."""',
+        b'        def inner():',
+        b'            """Inner."""',
+        b'if sys.platform:',
+        b'    async def platform_function():',
+        b'        """Platform."""',
+        b'else:',
+        b'    def fallback():',
+        b'        """Fallback."""',
+        b'try:',
+        b'    pass',
+        b'except ImportError:',
+        b'    class Missing:',
+        b'        """Missing."""',
+        b'def last():',
+        b'    "Last."',
+    ])
+    assert list(corpora.iter_docstrings(source)) == [
+        "Module.", "Outer.", "Method.", "Inner.", "Platform.", "Fallback.", "Missing.", "Last."]
+    with pytest.raises(SyntaxError):
+        list(corpora.iter_docstrings(b"print 'python 2'"))
+
+
+def test_module_files_skip_tests_and_names_that_are_not_modules(tmp_path):
+    for relative in ["b.py", "a.py", "pkg/__init__.py", "pkg/z.py", "pkg/tests/t.py", "test/x.py",
+                     "idlelib/idle_test/y.py", "idlelib/editor.py", "site-packages/lib.py", "test_a.py",
+                     "a_test.py", "conftest.py", "config-3.11/python-config.py", "notes.txt"]:
+        path = tmp_path / relative
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text('"""Doc."""\n')
+    found = [os.path.relpath(path, tmp_path) for path in corpora.list_module_files(str(tmp_path))]
+    assert found == ["a.py", "b.py", "idlelib/editor.py", "pkg/__init__.py", "pkg/z.py"]
+
+
+def test_site_packages_are_read_only_when_asked():
+    import sysconfig
+    stdlib_only = corpora.source_roots()
+    with_site_packages = corpora.source_roots(include_site_packages=True)
+    assert stdlib_only == [os.path.realpath(sysconfig.get_paths()["stdlib"])]
+    assert os.path.realpath(sysconfig.get_paths()["purelib"]) in with_site_packages

@@ -1,0 +1,54 @@
+"""The hidden activations, and GELU's hand-written gradient."""
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from albert_tf.layers.activations import gelu, get_activation
+
+
+def _tanh_gelu(x):
+    return 0.5 * x * (1.0 + tf.tanh(np.sqrt(2.0 / np.pi) * (x + 0.044715 * x ** 3)))
+
+
+def test_gelu_is_the_original_tanh_formula():
+    x = tf.constant(np.linspace(-8.0, 8.0, 401), tf.float64)
+    # tf.nn.gelu writes sqrt(2/pi) to 10 digits.
+    np.testing.assert_allclose(gelu(x), _tanh_gelu(x), rtol=0, atol=1e-8)
+
+
+@pytest.mark.parametrize("dtype, tolerance", [(tf.float64, 1e-8), (tf.float32, 1e-5)])
+def test_gelu_gradient_equals_autodiff_of_the_formula(dtype, tolerance):
+    x = tf.constant(np.linspace(-8.0, 8.0, 401), dtype)
+    upstream = tf.constant(np.random.default_rng(0).normal(size=401), dtype)
+    with tf.GradientTape(persistent=True) as tape:
+        tape.watch(x)
+        ours = gelu(x) * upstream
+        reference = _tanh_gelu(x) * upstream
+    np.testing.assert_allclose(tape.gradient(ours, x), tape.gradient(reference, x), rtol=tolerance,
+                               atol=tolerance)
+
+
+def test_gelu_keeps_bfloat16_and_works_under_xla():
+    x = tf.constant(np.linspace(-3.0, 3.0, 13), tf.bfloat16)
+
+    @tf.function(jit_compile=True)
+    def value_and_gradient(x):
+        with tf.GradientTape() as tape:
+            tape.watch(x)
+            y = gelu(x)
+            total = tf.reduce_sum(y)
+        return y, tape.gradient(total, x)
+
+    y, gradient = value_and_gradient(x)
+    assert y.dtype == gradient.dtype == tf.bfloat16
+    x64 = tf.cast(x, tf.float64)
+    with tf.GradientTape() as tape:
+        tape.watch(x64)
+        expected = _tanh_gelu(x64)
+    np.testing.assert_allclose(tf.cast(gradient, tf.float64), tape.gradient(expected, x64), atol=0.02)
+
+
+def test_unknown_activation_names_the_value():
+    with pytest.raises(ValueError, match="hidden_act='swish' is not supported"):
+        get_activation("swish")

@@ -1,0 +1,47 @@
+"""activated_projection: the feed-forward output projection whose gradient recomputes the activation."""
+import re
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from albert_tf.layers.activations import gelu
+from albert_tf.layers.feed_forward import activated_projection
+
+
+def _operands():
+    rng = np.random.default_rng(0)
+    return (tf.constant(rng.normal(size=(2, 5, 6)), tf.float32), tf.constant(rng.normal(size=(6, 3)), tf.float32),
+            tf.constant(rng.normal(size=(3,)), tf.float32), tf.constant(rng.normal(size=(2, 5, 3)), tf.float32))
+
+
+def _value_and_gradients(project, pre_activation, kernel, bias, weights):
+    with tf.GradientTape() as tape:
+        tape.watch([pre_activation, kernel, bias])
+        loss = tf.reduce_sum(project(pre_activation, kernel, bias) * weights)
+    return [loss] + tape.gradient(loss, [pre_activation, kernel, bias])
+
+
+@pytest.mark.parametrize("activation", [gelu, tf.nn.relu, tf.tanh])
+@pytest.mark.parametrize("jit_compile", [False, True])
+def test_output_and_gradients_are_those_of_the_plain_formula(activation, jit_compile):
+    recomputing = tf.function(
+        lambda *args: _value_and_gradients(lambda x, w, b: activated_projection(x, w, b, activation), *args),
+        jit_compile=jit_compile)
+    plain = _value_and_gradients(lambda x, w, b: tf.tensordot(activation(x), w, axes=1) + b, *_operands())
+    for got, expected in zip(recomputing(*_operands()), plain):
+        np.testing.assert_allclose(got, expected, rtol=1e-5, atol=1e-6)
+
+
+def test_xla_recomputes_the_activation_instead_of_keeping_it():
+    """XLA would merge the backward pass's activation with the forward pass's (common subexpressions) and
+    keep it after all. The optimized gradient computes tanh three times: the forward GELU, its recomputation,
+    and GELU's own gradient (which recomputes tanh its own way); merged, there would be two."""
+
+    @tf.function(jit_compile=True)
+    def gradients(pre_activation, kernel, bias, weights):
+        return _value_and_gradients(lambda x, w, b: activated_projection(x, w, b, gelu),
+                                    pre_activation, kernel, bias, weights)
+
+    hlo = gradients.experimental_get_compiler_ir(*_operands())(stage="optimized_hlo")
+    assert len(re.findall(r"= \S+ tanh\(", hlo)) == 3

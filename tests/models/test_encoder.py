@@ -1,0 +1,294 @@
+import itertools
+
+import keras
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from albert_tf import AlbertConfig, AlbertEncoder, AlbertPretrainer
+from albert_tf.checkpoints.tf1_names import encoder_variable_map, pretrainer_variable_map
+from albert_tf.layers.attention import AlbertAttention
+from albert_tf.layers.classification_head import ClassificationHead
+from albert_tf.layers.embeddings import AlbertEmbeddings
+from albert_tf.layers.feed_forward import AlbertFeedForward
+from albert_tf.layers.masked_lm_head import AlbertMaskedLMHead
+from albert_tf.models import param_count
+from albert_tf.training.pretraining_losses import pretraining_loss
+from tests import numpy_albert
+
+
+def tiny_config(**overrides):
+    values = dict(vocab_size=60, embedding_size=8, hidden_size=16, num_hidden_layers=4, num_attention_heads=2,
+                  intermediate_size=32, max_position_embeddings=24, initializer_range=0.2)
+    values.update(overrides)
+    return AlbertConfig(**values)
+
+
+def random_inputs(batch=2, seq=7, vocab=60, seed=0, num_predictions=3):
+    rng = np.random.default_rng(seed)
+    mask = np.ones((batch, seq), np.int32)
+    mask[1, seq - 2:] = 0
+    return {
+        "input_word_ids": tf.constant(rng.integers(0, vocab, (batch, seq)), tf.int32),
+        "input_mask": tf.constant(mask),
+        "input_type_ids": tf.constant((np.arange(seq) >= seq // 2).astype(np.int32)[None].repeat(batch, 0)),
+        "masked_lm_positions": tf.constant(rng.integers(0, seq - 2, (batch, num_predictions)), tf.int32),
+    }
+
+
+def randomize_layer_norms(model, seed=1):
+    """LayerNorms start at gamma=1, beta=0; perturb them so the tests see every weight."""
+    rng = np.random.default_rng(seed)
+    for variable in model.weights:
+        if "LayerNorm" in variable.path:
+            variable.assign(variable.numpy() + rng.normal(0, 0.3, variable.shape).astype(np.float32))
+
+
+# ---- numbers against the original's equations ---------------------------------------------------
+
+@pytest.mark.parametrize("overrides", [
+    dict(),
+    dict(num_hidden_groups=2, inner_group_num=2),
+    dict(embedding_size=16, hidden_act="relu"),
+])
+def test_pretrainer_matches_numpy_transcription_of_original(overrides):
+    config = tiny_config(**overrides)
+    model = AlbertPretrainer(config)
+    randomize_layer_norms(model)
+    weights = {name: variable.numpy() for name, variable in pretrainer_variable_map(model).items()}
+    encoder_outputs = numpy_albert.assert_pretrainer_matches(model, weights, config, random_inputs(), atol=2e-5,
+                                                             mlm_atol=5e-5)
+    expected_blocks = config.num_hidden_layers * config.inner_group_num
+    assert len(encoder_outputs["encoder_outputs"]) == expected_blocks
+
+
+def test_mlm_decoder_is_the_word_embedding_variable():
+    model = AlbertPretrainer(tiny_config())
+    inputs = random_inputs()
+    with tf.GradientTape() as tape:
+        loss = tf.reduce_sum(model(inputs)["mlm_logits"])
+    table = model.encoder.embeddings.word_embeddings
+    gradient = tape.gradient(loss, table)
+    assert gradient is not None
+    dense_gradient = tf.convert_to_tensor(gradient)
+    # Every row gets a decoder gradient, not just the looked-up ones.
+    assert np.all(np.abs(dense_gradient.numpy()).sum(-1) > 0)
+    assert sum(1 for v in model.weights if v is table or v.path == table.path) == 1
+
+
+# ---- sharing ----------------------------------------------------------------------------------
+
+LAYOUTS = list(itertools.product(["all", "attention", "ffn", "none"], [(1, 1), (2, 1), (2, 2)]))
+
+
+@pytest.mark.parametrize("share_type, groups", LAYOUTS)
+def test_variable_counts_equal_the_formulas(share_type, groups):
+    config = tiny_config(share_type=share_type, num_hidden_groups=groups[0], inner_group_num=groups[1])
+    encoder = AlbertEncoder(config)
+    assert param_count.model_parameters(encoder) == param_count.encoder_parameters(config)
+    layers, num_groups, inner = config.num_hidden_layers, groups[0], groups[1]
+    expected_attention = num_groups * inner if share_type in ("all", "attention") else layers * inner
+    expected_ffn = num_groups * inner if share_type in ("all", "ffn") else layers * inner
+    assert len(encoder.attention_layers) == expected_attention
+    assert len(encoder.feed_forward_layers) == expected_ffn
+    assert len(encoder_variable_map(encoder)) == len(encoder.weights)
+
+
+def test_share_type_all_gradient_is_sum_over_depths():
+    """One shared kernel collects the sum of the per-depth gradients of a hand-unrolled stack."""
+    shared_config = tiny_config(share_type="all")
+    shared = AlbertEncoder(shared_config)
+    randomize_layer_norms(shared)
+    unrolled = AlbertEncoder(shared_config.replace(share_type="none"))
+    shared_names = encoder_variable_map(shared)
+    for name, variable in encoder_variable_map(unrolled).items():
+        source = name
+        for index in range(1, shared_config.num_hidden_layers + 1):
+            source = source.replace(f"/attention_{index}/LayerNorm", "/LayerNorm")
+            source = source.replace(f"/ffn_{index}/LayerNorm_1", "/LayerNorm_1")
+            source = source.replace(f"/attention_{index}/", "/attention_1/").replace(f"/ffn_{index}/", "/ffn_1/")
+        variable.assign(shared_names[source])
+    inputs = random_inputs()
+    probe = tf.constant(np.random.default_rng(3).normal(size=(2, 7, 16)), tf.float32)
+
+    def loss(model):
+        return tf.reduce_sum(model(inputs)["sequence_output"] * probe)
+
+    with tf.GradientTape() as tape:
+        shared_loss = loss(shared)
+    shared_kernel = shared.attention_layers[0].query.kernel
+    shared_gradient = tape.gradient(shared_loss, shared_kernel)
+    with tf.GradientTape() as tape:
+        unrolled_loss = loss(unrolled)
+    per_depth = tape.gradient(unrolled_loss, [layer.query.kernel for layer in unrolled.attention_layers])
+    np.testing.assert_allclose(shared_loss, unrolled_loss, rtol=1e-6)
+    assert len(per_depth) == shared_config.num_hidden_layers
+    assert all(float(tf.norm(g)) > 0 for g in per_depth)
+    np.testing.assert_allclose(shared_gradient, tf.add_n(per_depth), rtol=1e-5, atol=1e-6)
+    assert sum(1 for v in shared.trainable_variables if v is shared_kernel) == 1
+
+
+def test_shared_halves_are_called_at_every_depth_not_copied():
+    encoder = AlbertEncoder(tiny_config(share_type="attention", num_hidden_groups=2))
+    blocks = encoder.sharing_plan.blocks
+    assert [b.attention_index for b in blocks] == [0, 0, 1, 1]
+    assert [b.ffn_index for b in blocks] == [0, 1, 2, 3]
+    assert encoder.sharing_plan.attention_keys == [(0, 0, 1), (1, 0, 1)]
+    assert encoder.sharing_plan.ffn_keys == [(0, 0, 1), (0, 0, 2), (1, 0, 3), (1, 0, 4)]
+
+
+# ---- inputs -----------------------------------------------------------------------------------
+
+def test_padding_invariance():
+    encoder = AlbertEncoder(tiny_config())
+    inputs = random_inputs(batch=2, seq=6)
+    padded = {name: tf.concat([tensor, tf.zeros([2, 5], tf.int32)], axis=1)
+              for name, tensor in inputs.items() if name != "masked_lm_positions"}
+    padded["input_word_ids"] = tf.concat([inputs["input_word_ids"], tf.fill([2, 5], 17)], axis=1)
+    short = encoder(inputs)
+    long = encoder(padded)
+    real = inputs["input_mask"].numpy().astype(bool)
+    np.testing.assert_allclose(long["sequence_output"][:, :6].numpy()[real],
+                               short["sequence_output"].numpy()[real], atol=1e-5)
+    np.testing.assert_allclose(long["pooled_output"], short["pooled_output"], atol=1e-5)
+
+
+@pytest.mark.parametrize("seq_length", [1, 5, 24])
+def test_variable_sequence_lengths(seq_length):
+    encoder = AlbertEncoder(tiny_config())
+    outputs = encoder(random_inputs(seq=seq_length) if seq_length > 2 else {
+        "input_word_ids": tf.ones([2, seq_length], tf.int32), "input_mask": tf.ones([2, seq_length], tf.int32),
+        "input_type_ids": tf.zeros([2, seq_length], tf.int32)})
+    assert outputs["sequence_output"].shape == (2, seq_length, 16)
+
+
+def test_over_long_input_names_both_numbers():
+    encoder = AlbertEncoder(tiny_config())
+    inputs = {"input_word_ids": tf.ones([1, 25], tf.int32), "input_mask": tf.ones([1, 25], tf.int32),
+              "input_type_ids": tf.zeros([1, 25], tf.int32)}
+    with pytest.raises(ValueError, match="length 25 exceeds max_position_embeddings=24"):
+        encoder(inputs)
+
+
+def test_missing_input_key_is_named():
+    encoder = AlbertEncoder(tiny_config())
+    with pytest.raises(ValueError, match="input_type_ids"):
+        encoder({"input_word_ids": tf.ones([1, 3], tf.int32), "input_mask": tf.ones([1, 3], tf.int32)})
+
+
+# ---- compilation and precision -------------------------------------------------------------------
+
+def test_jit_compile_matches_eager():
+    model = AlbertPretrainer(tiny_config(num_hidden_groups=2))
+    inputs = random_inputs()
+    eager = model(inputs)
+    compiled = tf.function(lambda x: model(x), jit_compile=True)(inputs)
+    for name in ("mlm_logits", "sop_logits"):
+        np.testing.assert_allclose(compiled[name], eager[name], atol=1e-5)
+
+
+def test_mixed_bfloat16_keeps_layer_norm_softmax_losses_and_gradients_in_float32():
+    keras.mixed_precision.set_global_policy("mixed_bfloat16")
+    model = AlbertPretrainer(tiny_config())
+    batch = dict(random_inputs(), masked_lm_ids=tf.zeros([2, 3], tf.int32), masked_lm_weights=tf.ones([2, 3]),
+                 next_sentence_labels=tf.zeros([2], tf.int32))
+
+    def loss_and_gradients(batch):
+        with tf.GradientTape() as tape:
+            loss, _ = pretraining_loss(model(batch, training=True), batch)
+        return loss, tape.gradient(loss, model.trainable_variables)
+
+    concrete = tf.function(loss_and_gradients).get_concrete_function(batch)
+    forward_types = {}
+    for op in concrete.graph.get_operations():
+        if "T" in op.node_def.attr and "gradient_tape" not in op.name and op.node_def.attr["T"].HasField("type"):
+            forward_types.setdefault(op.type, set()).add(op.get_attr("T").name)
+    # LayerNorm's moments and normalisation, the attention softmax and both losses.
+    for op_type in ("Mean", "SquaredDifference", "Rsqrt", "Softmax", "LogSoftmax",
+                    "SparseSoftmaxCrossEntropyWithLogits"):
+        assert forward_types[op_type] == {"float32"}, op_type
+    assert "bfloat16" in forward_types["MatMul"] | forward_types.get("BatchMatMulV2", set())
+    loss, gradients = concrete.structured_outputs
+    assert loss.dtype == tf.float32
+    assert {gradient.dtype for gradient in gradients} == {tf.float32}
+
+
+def test_mixed_bfloat16_is_close_to_float32():
+    # Seeded weights: with unseeded ones a near-tie in the top MLM logit can flip under bfloat16 rounding.
+    keras.utils.set_random_seed(7)
+    config = tiny_config()
+    reference = AlbertPretrainer(config)
+    inputs = random_inputs()
+    expected = reference(inputs)
+    keras.mixed_precision.set_global_policy("mixed_bfloat16")
+    model = AlbertPretrainer(config)
+    model.set_weights(reference.get_weights())
+    outputs = tf.function(lambda x: model(x), jit_compile=True)(inputs)
+    encoded = model.encoder(inputs)
+    assert encoded["sequence_output"].dtype == tf.bfloat16
+    assert all(v.dtype == "float32" for v in model.weights)
+    assert outputs["mlm_logits"].dtype == tf.float32
+    np.testing.assert_allclose(outputs["mlm_logits"], expected["mlm_logits"], atol=0.1)
+    np.testing.assert_allclose(outputs["sop_logits"], expected["sop_logits"], atol=0.05)
+    assert np.argmax(outputs["mlm_logits"], -1).tolist() == np.argmax(expected["mlm_logits"], -1).tolist()
+
+
+def test_dropout_only_in_training():
+    encoder = AlbertEncoder(tiny_config(hidden_dropout_prob=0.3, attention_probs_dropout_prob=0.3))
+    inputs = random_inputs()
+    first, second = encoder(inputs)["sequence_output"], encoder(inputs)["sequence_output"]
+    np.testing.assert_array_equal(first, second)
+    trained = encoder(inputs, training=True)["sequence_output"]
+    assert float(tf.reduce_max(tf.abs(trained - first))) > 1e-3
+
+
+# ---- config and saving round trips ----------------------------------------------------------------
+
+@pytest.mark.parametrize("layer", [
+    AlbertEmbeddings(vocab_size=10, embedding_size=4, max_position_embeddings=8, type_vocab_size=3,
+                     dropout_rate=0.1, initializer_range=0.05),
+    AlbertAttention(hidden_size=8, num_attention_heads=2, attention_probs_dropout_prob=0.1,
+                    hidden_dropout_prob=0.2, initializer_range=0.05),
+    AlbertFeedForward(hidden_size=8, intermediate_size=16, hidden_act="relu", hidden_dropout_prob=0.1),
+    AlbertMaskedLMHead(vocab_size=10, embedding_size=4, hidden_act="tanh"),
+    ClassificationHead(hidden_size=8, num_classes=3),
+], ids=lambda layer: type(layer).__name__)
+def test_layer_config_round_trip(layer):
+    config = layer.get_config()
+    restored = type(layer).from_config(config)
+    assert restored.get_config() == config
+
+
+@pytest.mark.parametrize("model_class", [AlbertEncoder, AlbertPretrainer])
+def test_model_config_round_trip(model_class):
+    model = model_class(tiny_config(share_type="ffn", num_hidden_groups=2))
+    restored = model_class.from_config(model.get_config())
+    assert restored.config == model.config
+    assert restored.get_config() == model.get_config()
+    serialized = keras.saving.serialize_keras_object(model)
+    assert keras.saving.deserialize_keras_object(
+        serialized, custom_objects={model_class.__name__: model_class}).config == model.config
+
+
+def test_checkpoint_round_trip(tmp_path):
+    config = tiny_config(share_type="attention")
+    model = AlbertPretrainer(config)
+    inputs = random_inputs()
+    expected = model(inputs)
+    path = tf.train.Checkpoint(model=model).write(str(tmp_path / "ckpt"))
+    restored = AlbertPretrainer(config)
+    tf.train.Checkpoint(model=restored).read(path).assert_existing_objects_matched()
+    np.testing.assert_array_equal(restored(inputs)["mlm_logits"], expected["mlm_logits"])
+
+
+def test_keras_weights_file_round_trip(tmp_path):
+    config = tiny_config(num_hidden_groups=2, inner_group_num=2)
+    model = AlbertPretrainer(config)
+    inputs = random_inputs()
+    expected = model(inputs)
+    path = str(tmp_path / "model.weights.h5")
+    model.save_weights(path)
+    restored = AlbertPretrainer(config)
+    restored.load_weights(path)
+    np.testing.assert_array_equal(restored(inputs)["sop_logits"], expected["sop_logits"])
+    np.testing.assert_array_equal(restored(inputs)["mlm_logits"], expected["mlm_logits"])

@@ -1,0 +1,175 @@
+"""albert_tf.tasks.finetuning: the shared driver, on a toy task (ALBERT end to end: test_glue, test_race)."""
+import json
+
+import keras
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from albert_tf.tasks import finetuning
+from albert_tf.training import metrics
+
+SEQ = 6
+
+
+class ToyClassifier(keras.Model):
+    """Logits from the raw ids: the label (first id > second id) is linear in them."""
+
+    def __init__(self, num_labels=2, **kwargs):
+        super().__init__(**kwargs)
+        self.dense = keras.layers.Dense(num_labels, name="output")
+
+    def call(self, inputs, training=False):
+        return self.dense(tf.cast(inputs["input_word_ids"], tf.float32) / 10.0)
+
+
+def _examples(count, seed):
+    ids = np.random.default_rng(seed).integers(0, 10, size=(count, SEQ)).astype(np.int32)
+    return {"input_word_ids": ids, "input_mask": np.ones_like(ids), "input_type_ids": np.zeros_like(ids),
+            "label_ids": (ids[:, 0] > ids[:, 1]).astype(np.int32), "example_index": np.arange(count, dtype=np.int32)}
+
+
+def _split(name, count, seed, suffix=""):
+    data = _examples(count, seed)
+    return finetuning.DataSplit(name, lambda: tf.data.Dataset.from_tensor_slices(data), count, suffix)
+
+
+def _task(written, with_mismatched=False):
+    def compute_metrics(split, outputs):
+        return {"accuracy": metrics.accuracy(outputs["logits"].argmax(-1), outputs["label_ids"])}
+
+    def write_eval_predictions(path, split, outputs):
+        np.savetxt(path, outputs["logits"].argmax(-1), fmt="%d")
+
+    def write_predictions(output_dir, split, outputs):
+        written[split.name] = outputs
+
+    sequence = tf.TensorSpec([None, SEQ], tf.int32)
+    evaluation = [_split("dev", 50, 1)] + ([_split("dev_mismatched", 30, 2, "_mismatched")] if with_mismatched else [])
+    return finetuning.FinetuningTask(
+        name="toy", build_model=lambda config, dropout_rate, recompute_blocks: ToyClassifier(name="toy_classifier"),
+        input_signature={"input_word_ids": sequence, "input_mask": sequence, "input_type_ids": sequence},
+        loss_fn=finetuning.classification_loss_fn, predict_fn=finetuning.classification_predict_fn,
+        serving_fn=finetuning.classification_serving_fn, compute_metrics=compute_metrics, best_metric="accuracy",
+        train_data=_split("train", 200, 0), eval_splits=evaluation, predict_splits=[_split("test", 23, 3)],
+        write_eval_predictions=write_eval_predictions, write_predictions=write_predictions)
+
+
+def _options(output_dir, **changes):
+    values = dict(output_dir=str(output_dir), preset="albert-base", max_seq_length=SEQ, train_step=60,
+                  warmup_step=5, learning_rate=0.05, train_batch_size=10, eval_batch_size=64, predict_batch_size=64,
+                  save_checkpoints_steps=20, steps_per_loop=20, jit_compile=False)
+    values.update(changes)
+    return finetuning.FinetuningOptions(**values)
+
+
+def test_resolve_train_steps_follows_the_original():
+    options = finetuning.FinetuningOptions("/tmp", train_step=None, num_train_epochs=3.0, warmup_proportion=0.1,
+                                           train_batch_size=32)
+    # The original: int(len(train_examples) / train_batch_size * num_train_epochs), int(steps * proportion).
+    assert finetuning.resolve_train_steps(options, 1000) == (93, 9)
+    assert finetuning.resolve_train_steps(finetuning.FinetuningOptions("/tmp", train_step=800, warmup_step=200),
+                                          10) == (800, 200)
+    with pytest.raises(ValueError, match="not both"):
+        finetuning.resolve_train_steps(finetuning.FinetuningOptions("/tmp", train_step=5, num_train_epochs=1.0), 10)
+    with pytest.raises(ValueError, match="at least 1"):
+        finetuning.resolve_train_steps(options, 5)
+
+
+def test_train_evaluate_every_checkpoint_predict_and_export(tmp_path):
+    written = {}
+    results = finetuning.run_finetuning(
+        _task(written, with_mismatched=True),
+        _options(tmp_path / "run", do_train=True, do_eval=True, do_predict=True, eval_every_checkpoint=True,
+                 save_checkpoints_steps=10, steps_per_loop=10, export_dir=str(tmp_path / "export")))
+    run = tmp_path / "run"
+    final = json.loads((run / "eval_results.json").read_text())
+    assert final["global_step"] == 60 and final["accuracy"] > 0.85 and final["accuracy_mismatched"] > 0.85
+    assert set(final) == {"global_step", "accuracy", "loss", "accuracy_mismatched", "loss_mismatched"}
+
+    # Every checkpoint is kept and evaluated, as the original did (more than the 5 kept otherwise).
+    text = (run / "eval_results.txt").read_text()
+
+    def values(name):
+        return [float(line.split(" = ")[1]) for line in text.splitlines() if line.startswith(name + " = ")]
+
+    steps, accuracies = values("global_step"), values("accuracy")
+    assert steps == [10, 20, 30, 40, 50, 60]
+    # The original's `best` line: the best value before each checkpoint, -1 before the first.
+    assert values("best") == [-1] + [max(accuracies[:count]) for count in range(1, 6)]
+    assert values("best_accuracy") == [max(accuracies[:count]) for count in range(1, 7)]
+    assert values("best_global_step")[-1] == steps[int(np.argmax(accuracies))]
+    best = json.loads((run / "best" / "eval_results.json").read_text())
+    assert best["accuracy"] == max(accuracies)
+    assert best["global_step"] == steps[int(np.argmax(accuracies))]
+    assert results["best"]["checkpoint"] == str(run / "best" / "ckpt-best")
+    assert (run / "best" / "ckpt-best.index").exists() and (run / "best" / "eval_predictions_mismatched.tsv").exists()
+    assert tf.train.latest_checkpoint(str(run / "best")) == str(run / "best" / "ckpt-best")
+
+    dev_predictions = np.loadtxt(run / "eval_predictions.tsv")
+    assert dev_predictions.shape == (50,)
+    assert written["test"]["example_index"].tolist() == list(range(23))
+
+    served = tf.saved_model.load(str(tmp_path / "export")).signatures["serving_default"]
+    test = _examples(23, 3)
+    outputs = served(**{name: tf.constant(test[name]) for name in ("input_word_ids", "input_mask", "input_type_ids")})
+    np.testing.assert_allclose(outputs["logits"].numpy(), written["test"]["logits"], atol=1e-5)
+    np.testing.assert_allclose(outputs["probabilities"].numpy().sum(-1), np.ones(23), atol=1e-5)
+
+
+def test_eval_without_checkpoint_uses_initial_weights_and_returns(tmp_path):
+    results = finetuning.run_finetuning(_task({}), _options(tmp_path, do_eval=True))
+    assert results["eval"]["global_step"] == 0
+    assert "checkpoint" not in results["best"] and not (tmp_path / "best").exists()
+    assert 0.0 <= json.loads((tmp_path / "eval_results.json").read_text())["accuracy"] <= 1.0
+
+
+def test_later_runs_evaluate_and_predict_with_the_checkpoints_of_earlier_ones(tmp_path):
+    trained = finetuning.run_finetuning(_task({}), _options(tmp_path, do_train=True, do_predict=True))
+    assert trained["prediction_checkpoint"] == str(tmp_path / "ckpt-60")
+    results = finetuning.run_finetuning(_task({}), _options(tmp_path, do_eval=True))
+    assert results["eval"]["global_step"] == 60 and results["eval"]["accuracy"] > 0.85
+    # As the original predicted with model.ckpt-best, a prediction-only run uses best/ when there is one.
+    predicted = finetuning.run_finetuning(_task({}), _options(tmp_path, do_predict=True))
+    assert predicted["prediction_checkpoint"] == str(tmp_path / "best" / "ckpt-best")
+    # The config training left beside the checkpoints (and in best/) defines the model of later runs.
+    assert (tmp_path / "best" / "albert_config.json").read_text() == (tmp_path / "albert_config.json").read_text()
+    again = finetuning.run_finetuning(_task({}), _options(tmp_path, do_eval=True, preset=None))
+    assert again["eval"] == results["eval"]
+
+
+def test_bad_options_are_named(tmp_path):
+    with pytest.raises(ValueError, match="Nothing to do"):
+        finetuning.run_finetuning(_task({}), _options(tmp_path))
+    task = _task({})
+    task.train_data = None
+    with pytest.raises(ValueError, match="--do_train is set but task 'toy' was given no data"):
+        finetuning.run_finetuning(task, _options(tmp_path, do_train=True))
+    with pytest.raises(ValueError, match="max_position_embeddings=512"):
+        finetuning.run_finetuning(_task({}), _options(tmp_path, do_eval=True, max_seq_length=1024))
+    with pytest.raises(ValueError, match="--albert_config_file or --preset"):
+        finetuning.run_finetuning(_task({}), _options(tmp_path, do_eval=True, preset=None))
+
+
+def test_regression_functions_fit_a_linear_score(tmp_path):
+    """STS-B's path: one output, MSE loss, `predictions` out; Pearson from the outputs."""
+    def split(name, count, seed):
+        data = _examples(count, seed)
+        data["label_ids"] = (data["input_word_ids"][:, 0] - data["input_word_ids"][:, 1]).astype(np.float32) / 2
+        return finetuning.DataSplit(name, lambda: tf.data.Dataset.from_tensor_slices(data), count)
+
+    sequence = tf.TensorSpec([None, SEQ], tf.int32)
+    task = finetuning.FinetuningTask(
+        name="toy_regression",
+        build_model=lambda config, dropout_rate, recompute_blocks: ToyClassifier(1, name="toy_regressor"),
+        input_signature={"input_word_ids": sequence, "input_mask": sequence, "input_type_ids": sequence},
+        loss_fn=finetuning.regression_loss_fn, predict_fn=finetuning.regression_predict_fn,
+        serving_fn=finetuning.regression_serving_fn,
+        compute_metrics=lambda split, outputs: {
+            "pearson": metrics.pearson_correlation(outputs["predictions"], outputs["label_ids"])},
+        best_metric="pearson", train_data=split("train", 200, 0), eval_splits=[split("dev", 50, 1)])
+    results = finetuning.run_finetuning(task, _options(tmp_path, do_train=True, do_eval=True, learning_rate=0.1,
+                                                       warmup_step=0))
+    assert results["eval"]["pearson"] > 0.99
+    # The evaluation loss is the mean squared error, as the original's per_example_loss = (logit - label)^2.
+    assert 0.0 <= results["eval"]["loss"] < 0.1

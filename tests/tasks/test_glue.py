@@ -1,0 +1,386 @@
+"""GLUE: the original processors' file layouts, tfds input, features, metrics, and run_glue end to end."""
+import json
+import os
+import random
+import subprocess
+import sys
+
+import keras
+import numpy as np
+import pytest
+import tensorflow as tf
+import tensorflow_datasets as tfds
+
+from albert_tf import AlbertClassifier, AlbertConfig, AlbertEncoder
+from albert_tf.checkpoints import checkpoint_io
+from albert_tf.tokenization import AlbertTokenizer
+from data_gen import glue
+from tests import fixtures
+from tests.helpers import REPO_ROOT
+
+
+# One file per (task, split) in the GLUE download's layout: header rows, column orders and quirks.
+GLUE_FILES = {
+    "CoLA/train.tsv": "gj04\t1\t\tOur friends won't buy this analysis.\ngj04\t0\t*\tThey drank the pub.\n",
+    "CoLA/dev.tsv": "bc01\t1\t\tThe sailors rode the breeze clear of the rocks.\n",
+    "CoLA/test.tsv": "index\tsentence\n0\tBill whistled past the house.\n1\tThe car honked.\n",
+    "SST-2/train.tsv": "sentence\tlabel\nhide new secretions \t0\nthe greatest \"musicians \t1\n",
+    "SST-2/test.tsv": "index\tsentence\n0\tuneasy mishmash of styles\n",
+    "MRPC/train.tsv": "Quality\t#1 ID\t#2 ID\t#1 String\t#2 String\n1\t702876\t702977\tAmrozi accused.\tHe accused.\n",
+    "MRPC/test.tsv": "index\t#1 ID\t#2 ID\t#1 String\t#2 String\n7\t1089874\t1089925\tPCCW said.\tThe company said.\n",
+    "STS-B/dev.tsv": ("index\tgenre\tfilename\tyear\told_index\tsource1\tsource2\tsentence1\tsentence2\tscore\n"
+                      "0\tmain-captions\tMSRvid\t2012test\t0000\tnone\tnone\tA man with a hard hat is dancing.\t"
+                      "A man wearing a hard hat is dancing.\t5.000\n"),
+    "STS-B/test.tsv": ("index\tgenre\tfilename\tyear\told_index\tsource1\tsource2\tsentence1\tsentence2\n"
+                       "3\tmain-captions\tMSRvid\t2012test\t0024\tnone\tnone\tA girl is styling.\t"
+                       "A girl is brushing.\n"),
+    "QQP/train.tsv": ("id\tqid1\tqid2\tquestion1\tquestion2\tis_duplicate\n"
+                      "133273\t213221\t213222\tHow is the life?\tHow is life?\t1\n"
+                      "201841\t303345\t303346\tWhy are African-Americans so beautiful?\n"
+                      "402555\t536040\t536041\tHow do I wash?\tWhat is washing?\t0\n"),
+    "QQP/test.tsv": "id\tquestion1\tquestion2\n0\tWhy am I?\tWhat am I?\n",
+    "MNLI/train.tsv": ("index\tpromptID\tpairID\tgenre\tsentence1_binary_parse\tsentence2_binary_parse\t"
+                       "sentence1_parse\tsentence2_parse\tsentence1\tsentence2\tlabel1\tgold_label\n"
+                       "0\t31193\t31193n\tgovernment\t( ( C ) )\t( P )\t(REPO_ROOT)\t(REPO_ROOT)\tConceptually cream.\t"
+                       "Product and geography.\tneutral\tneutral\n"),
+    "MNLI/dev_matched.tsv": ("index\tpromptID\tpairID\tgenre\tsentence1_binary_parse\tsentence2_binary_parse\t"
+                             "sentence1_parse\tsentence2_parse\tsentence1\tsentence2\tlabel1\tlabel2\tlabel3\t"
+                             "label4\tlabel5\tgold_label\n"
+                             "0\t63735\t63735n\tslate\t( T )\t( T )\t(REPO_ROOT)\t(REPO_ROOT)\tThe new rights.\t"
+                             "Everyone likes it.\tneutral\tentailment\tneutral\tneutral\tneutral\tneutral\n"),
+    "MNLI/test_mismatched.tsv": ("index\tpromptID\tpairID\tgenre\tsentence1_binary_parse\tsentence2_binary_parse\t"
+                                 "sentence1_parse\tsentence2_parse\tsentence1\tsentence2\n"
+                                 "9\t1\t1c\tletters\t( Y )\t( Y )\t(REPO_ROOT)\t(REPO_ROOT)\tYour gift.\tGifts help.\n"),
+    "QNLI/dev.tsv": "index\tquestion\tsentence\tlabel\n0\tWhat came?\tA thing came.\tnot_entailment\n",
+    "RTE/train.tsv": "index\tsentence1\tsentence2\tlabel\n0\tNo weapons.\tWeapons found.\tnot_entailment\n",
+    "WNLI/test.tsv": "index\tsentence1\tsentence2\n4\tThe cup fell.\tIt fell.\n",
+    "diagnostic/diagnostic.tsv": "index\tsentence1\tsentence2\n0\tThe cat sat.\tThe cat did not sit.\n",
+}
+
+
+@pytest.fixture(scope="module")
+def glue_dir(tmp_path_factory):
+    directory = tmp_path_factory.mktemp("glue")
+    for name, text in GLUE_FILES.items():
+        path = directory / name
+        path.parent.mkdir(exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+    return str(directory)
+
+
+@pytest.fixture(scope="module")
+def tokenizer(tmp_path_factory):
+    return AlbertTokenizer(spm_model_file=fixtures.make_spm_model(str(tmp_path_factory.mktemp("spm"))))
+
+
+def _read(glue_dir, task, split):
+    return [(example.guid, example.text_a, example.text_b, example.label)
+            for example in glue.read_examples(glue_dir, glue.get_task(task), split)]
+
+
+def test_each_task_layout_is_read_as_the_original(glue_dir):
+    # CoLA train/dev have no header: the first line is data; label column 1, sentence column 3.
+    assert _read(glue_dir, "CoLA", "train") == [("0", "Our friends won't buy this analysis.", None, "1"),
+                                                ("1", "They drank the pub.", None, "0")]
+    assert _read(glue_dir, "cola", "test") == [("0", "Bill whistled past the house.", None, None),
+                                               ("1", "The car honked.", None, None)]
+    # SST-2: an unbalanced quote stays in the text (no quoting).
+    assert _read(glue_dir, "SST-2", "train")[1] == ("1", "the greatest \"musicians ", None, "1")
+    assert _read(glue_dir, "sst-2", "test") == [("0", "uneasy mishmash of styles", None, None)]
+    assert _read(glue_dir, "MRPC", "train") == [("0", "Amrozi accused.", "He accused.", "1")]
+    assert _read(glue_dir, "MRPC", "test") == [("7", "PCCW said.", "The company said.", None)]
+    assert _read(glue_dir, "STS-B", "dev") == [("0", "A man with a hard hat is dancing.",
+                                                "A man wearing a hard hat is dancing.", 5.0)]
+    assert _read(glue_dir, "STS-B", "test") == [("3", "A girl is styling.", "A girl is brushing.", None)]
+    # QQP's malformed row (5 fields) is skipped, as the original.
+    assert _read(glue_dir, "QQP", "train") == [("133273", "How is the life?", "How is life?", "1"),
+                                               ("402555", "How do I wash?", "What is washing?", "0")]
+    assert _read(glue_dir, "QQP", "test") == [("0", "Why am I?", "What am I?", None)]
+    assert _read(glue_dir, "MNLI", "train") == [("0", "Conceptually cream.", "Product and geography.", "neutral")]
+    # dev_matched: gold_label is the last of 16 columns, not label1.
+    assert _read(glue_dir, "MNLI", "dev_matched") == [("0", "The new rights.", "Everyone likes it.", "neutral")]
+    assert _read(glue_dir, "MNLI", "test_mismatched") == [("9", "Your gift.", "Gifts help.", None)]
+    assert _read(glue_dir, "QNLI", "dev") == [("0", "What came?", "A thing came.", "not_entailment")]
+    assert _read(glue_dir, "RTE", "train") == [("0", "No weapons.", "Weapons found.", "not_entailment")]
+    assert _read(glue_dir, "WNLI", "test") == [("4", "The cup fell.", "It fell.", None)]
+    assert _read(glue_dir, "AX", "test") == [("0", "The cat sat.", "The cat did not sit.", None)]
+
+
+def test_label_lists_are_the_originals():
+    assert glue.get_task("mnli").labels == ("contradiction", "entailment", "neutral")
+    assert glue.get_task("rte").labels == ("entailment", "not_entailment")
+    assert glue.get_task("cola").labels == ("0", "1") and glue.get_task("sts-b").num_labels == 1
+
+
+def test_bad_rows_are_errors_naming_file_and_line(tmp_path):
+    (tmp_path / "RTE").mkdir()
+    (tmp_path / "RTE" / "dev.tsv").write_text("index\tsentence1\tsentence2\tlabel\n0\ta\tb\tmaybe\n")
+    with pytest.raises(ValueError, match=r"RTE/dev.tsv:2: label 'maybe' is not one of .*'entailment'"):
+        glue.read_examples(str(tmp_path), glue.get_task("rte"), "dev")
+    (tmp_path / "MNLI").mkdir()
+    (tmp_path / "MNLI" / "train.tsv").write_text("header\n0\tonly\tthree\n")
+    with pytest.raises(ValueError, match=r"MNLI/train.tsv:2 has 3 tab-separated fields"):
+        glue.read_examples(str(tmp_path), glue.get_task("mnli"), "train")
+    with pytest.raises(ValueError, match=r"does not exist; --data_dir must hold CoLA/"):
+        glue.read_examples(str(tmp_path), glue.get_task("cola"), "train")
+    with pytest.raises(ValueError, match="Unknown GLUE task 'squad'"):
+        glue.get_task("squad")
+
+
+def test_truncate_seq_pair_pops_the_longer_from_the_end():
+    tokens_a, tokens_b = list("abcdef"), list("xyz")
+    glue.truncate_seq_pair(tokens_a, tokens_b, 6)
+    assert tokens_a == list("abc") and tokens_b == list("xyz")
+    tokens_a, tokens_b = list("ab"), list("wxyz")
+    glue.truncate_seq_pair(tokens_a, tokens_b, 3)  # a tie pops from b
+    assert tokens_a == list("ab") and tokens_b == list("w")
+
+
+def test_features_are_cls_a_sep_b_sep_padded(tokenizer):
+    task = glue.get_task("mrpc")
+    example = glue.GlueExample("0", "the model learns", "shared weights run at every depth", "1")
+    pieces_a, pieces_b = tokenizer.tokenize(example.text_a), tokenizer.tokenize(example.text_b)
+    length = len(pieces_a) + len(pieces_b) + 3
+    features = glue.convert_example(example, 4, task, tokenizer, length + 2)
+    expected = tokenizer.convert_tokens_to_ids(["[CLS]"] + pieces_a + ["[SEP]"] + pieces_b + ["[SEP]"])
+    assert features["input_word_ids"] == expected + [0, 0]
+    assert features["input_mask"] == [1] * length + [0, 0]
+    assert features["input_type_ids"] == [0] * (len(pieces_a) + 2) + [1] * (len(pieces_b) + 1) + [0, 0]
+    assert features["label_ids"] == 1 and features["example_index"] == 4
+
+    short = glue.convert_example(example, 0, task, tokenizer, 8)
+    kept_a, kept_b = list(pieces_a), list(pieces_b)
+    glue.truncate_seq_pair(kept_a, kept_b, 5)
+    assert short["input_word_ids"] == tokenizer.convert_tokens_to_ids(
+        ["[CLS]"] + kept_a + ["[SEP]"] + kept_b + ["[SEP]"])
+    assert len(kept_a) + len(kept_b) == 5 and abs(len(kept_a) - len(kept_b)) <= 1
+
+    single = glue.convert_example(glue.GlueExample("0", "the model", None, None), 0, glue.get_task("cola"),
+                                  tokenizer, 6)
+    assert single["input_type_ids"] == [0] * 6 and single["label_ids"] == 0
+    regression = glue.convert_example(glue.GlueExample("0", "a", "b", 3.2), 0, glue.get_task("sts-b"), tokenizer, 8)
+    assert regression["label_ids"] == pytest.approx(3.2)
+
+
+def test_tfds_examples_with_mock_data():
+    with tfds.testing.mock_data(num_examples=4):
+        mnli = glue.read_tfds_examples(glue.get_task("mnli"), "dev_mismatched")
+        stsb = glue.read_tfds_examples(glue.get_task("sts-b"), "train")
+        cola_test = glue.read_tfds_examples(glue.get_task("cola"), "test")
+        qnli = glue.read_tfds_examples(glue.get_task("qnli"), "dev")
+    assert len(mnli) == 4 and all(example.label in glue.get_task("mnli").labels for example in mnli)
+    assert all(isinstance(example.text_b, str) for example in mnli)
+    assert all(isinstance(example.label, float) for example in stsb)
+    assert all(example.label is None and example.text_b is None for example in cola_test)
+    assert all(example.label in ("entailment", "not_entailment") for example in qnli)
+
+
+def test_tfds_features_are_cached_by_example_content(tokenizer, tmp_path):
+    with tfds.testing.mock_data(num_examples=3):
+        examples, features = glue.load_split(glue.get_task("rte"), "train", tokenizer, 16, str(tmp_path),
+                                             use_tfds=True)
+    rows = list(features.dataset().as_numpy_iterator())
+    assert features.num_examples == 3 and len(rows) == 3
+    labels = [glue.get_task("rte").labels[row["label_ids"]] for row in rows]
+    assert labels == [example.label for example in examples]
+
+
+def test_paper_hparams_are_run_glue_sh_and_yield_to_explicit_flags():
+    assert glue.paper_hparams("MNLI") == dict(warmup_step=1000, learning_rate=3e-5, train_step=10000,
+                                              save_checkpoints_steps=100, train_batch_size=128)
+    assert glue.paper_hparams("qnli")["save_checkpoints_steps"] == 200
+    assert glue.paper_hparams("sts-b", explicit=["train_batch_size"]) == dict(
+        warmup_step=214, learning_rate=2e-5, train_step=3598, save_checkpoints_steps=100)
+    assert glue.paper_hparams("rte", explicit=["num_train_epochs", "save_checkpoints_steps"]) == dict(
+        learning_rate=3e-5, train_batch_size=32)
+    with pytest.raises(ValueError, match="no hyperparameters for 'wnli'"):
+        glue.paper_hparams("wnli")
+
+
+_PRINT_OPTIONS = """
+import dataclasses, json, sys
+from absl import flags
+from data_gen import glue
+from run_scripts import run_glue
+flags.FLAGS(sys.argv)
+options = run_glue._options(glue.get_task(flags.FLAGS.task_name))
+print(json.dumps({name: getattr(options, name) for name in sys.argv[-1].split(",")}))
+"""
+
+
+def test_paper_hparams_flags_search_every_checkpoint_as_run_glue_sh(tmp_path):
+    fields = "save_checkpoints_steps,eval_every_checkpoint,train_step,learning_rate"
+
+    def options(*flags):
+        completed = subprocess.run(
+            [sys.executable, "-c", _PRINT_OPTIONS, "--task_name=RTE", f"--output_dir={tmp_path}",
+             f"--data_dir={tmp_path}", *flags, fields],
+            cwd=REPO_ROOT, env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2", CUDA_VISIBLE_DEVICES=""),
+            capture_output=True, text=True, timeout=300)
+        assert completed.returncode == 0, completed.stderr[-4000:]
+        return json.loads(completed.stdout.splitlines()[-1])
+
+    assert options("--use_paper_hparams") == dict(save_checkpoints_steps=100, eval_every_checkpoint=True,
+                                                  train_step=800, learning_rate=3e-5)
+    assert options("--use_paper_hparams", "--noeval_every_checkpoint", "--save_checkpoints_steps=50") == dict(
+        save_checkpoints_steps=50, eval_every_checkpoint=False, train_step=800, learning_rate=3e-5)
+
+
+def test_tfds_not_prepared_is_a_clear_error(tmp_path):
+    with pytest.raises(ValueError, match=r"glue/rte is not prepared under .*tfds build glue/rte"):
+        glue.read_tfds_examples(glue.get_task("rte"), "train", data_dir=str(tmp_path))
+
+
+def test_metrics_as_glue_reports_them():
+    assert set(glue.compute_metrics(glue.get_task("cola"), [1, 0, 1], [1, 0, 0])) == {"mcc", "accuracy"}
+    mrpc = glue.compute_metrics(glue.get_task("mrpc"), [1, 1, 0, 0], [1, 0, 1, 0])
+    assert mrpc == {"f1": pytest.approx(0.5), "accuracy": pytest.approx(0.5)}
+    stsb = glue.compute_metrics(glue.get_task("sts-b"), [1.0, 2.0, 3.0], [1.0, 3.0, 2.0])
+    assert stsb == {"pearson": pytest.approx(0.5), "spearman": pytest.approx(0.5)}
+    assert glue.prediction_strings(glue.get_task("mnli"), [2, 0]) == ["neutral", "contradiction"]
+
+
+def test_eval_results_also_use_the_original_run_classifiers_names():
+    # The original's keys: eval_accuracy and eval_loss; CoLA adds matthew_corr; STS-B has pearson, MSE and
+    # eval_loss (its per-example loss is the squared error).
+    assert glue.original_metric_names(glue.get_task("sts-b")) == {"MSE": "loss", "eval_loss": "loss"}
+    assert glue.original_metric_names(glue.get_task("mnli")) == {"eval_accuracy": "accuracy", "eval_loss": "loss"}
+    for name, task in glue.GLUE_TASKS.items():
+        if task.metric_names:
+            assert set(glue.original_metric_names(task).values()) <= {*task.metric_names, "loss"}, name
+
+
+def test_changing_max_seq_length_rebuilds_the_cached_features(glue_dir, tokenizer, tmp_path):
+    task = glue.get_task("qqp")
+    _, first = glue.load_split(task, "train", tokenizer, 16, str(tmp_path), data_dir=glue_dir)
+    _, again = glue.load_split(task, "train", tokenizer, 16, str(tmp_path), data_dir=glue_dir)
+    _, longer = glue.load_split(task, "train", tokenizer, 24, str(tmp_path), data_dir=glue_dir)
+    assert again.path == first.path and longer.path != first.path
+    assert first.num_examples == 2
+    assert next(longer.dataset().as_numpy_iterator())["input_word_ids"].shape == (24,)
+
+
+# ---- end to end ------------------------------------------------------------------------------------
+
+_TOY_WORDS = "the model learns a shared block of attention and feed forward weights that runs at every depth".split()
+
+
+def _sentence(rng, keyword_count):
+    words = [rng.choice(_TOY_WORDS) for _ in range(rng.randint(4, 9))]
+    for _ in range(keyword_count):
+        words.insert(rng.randint(0, len(words)), "lamb")
+    return " ".join(words)
+
+
+def _write_keyword_mrpc(directory, sizes=(("train", 400), ("dev", 64), ("test", 12))):
+    """MRPC in its real format; a pair is a 'paraphrase' iff its second sentence says "lamb"."""
+    rng = random.Random(0)
+    (directory / "MRPC").mkdir(parents=True)
+    for split, count in sizes:
+        rows = ["Quality\t#1 ID\t#2 ID\t#1 String\t#2 String" if split != "test" else
+                "index\t#1 ID\t#2 ID\t#1 String\t#2 String"]
+        for index in range(count):
+            label = rng.randint(0, 1)
+            first = label if split != "test" else 100 + index
+            rows.append(f"{first}\t{1000 + index}\t{2000 + index}\t{_sentence(rng, 0)}\t{_sentence(rng, 3 * label)}")
+        (directory / "MRPC" / f"{split}.tsv").write_text("\n".join(rows) + "\n")
+
+
+def _run_glue(*flags):
+    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2", CUDA_VISIBLE_DEVICES="")
+    completed = subprocess.run([sys.executable, "-m", "run_scripts.run_glue", *flags], cwd=REPO_ROOT, env=env,
+                               capture_output=True, text=True, timeout=600)
+    assert completed.returncode == 0, completed.stderr[-4000:]
+    return completed.stderr
+
+
+TINY_CONFIG = dict(vocab_size=120, hidden_size=32, num_hidden_layers=2, num_attention_heads=2, intermediate_size=64,
+                   embedding_size=16, max_position_embeddings=64, hidden_dropout_prob=0.0,
+                   attention_probs_dropout_prob=0.0)
+
+
+def test_run_glue_learns_writes_predictions_and_restarts_from_a_tf1_checkpoint(tmp_path, tokenizer):
+    _write_keyword_mrpc(tmp_path / "glue")
+    config_file = tmp_path / "albert_config.json"
+    config_file.write_text(json.dumps(TINY_CONFIG))
+    common = [f"--data_dir={tmp_path / 'glue'}", "--task_name=MRPC", "--max_seq_length=32", "--eval_batch_size=64",
+              "--predict_batch_size=64", f"--cached_dir={tmp_path / 'cache'}"]
+    # TensorFlow's kernels here, to keep the suite short; the hub-module test below trains under XLA.
+    _run_glue(*common, f"--output_dir={tmp_path / 'run'}", f"--albert_config_file={config_file}", "--nojit_compile",
+              f"--spm_model_file={tokenizer.spm_model_file}", "--do_train", "--do_eval", "--do_predict",
+              "--train_step=60", "--warmup_step=6", "--learning_rate=1e-3", "--train_batch_size=32",
+              "--save_checkpoints_steps=30", "--steps_per_loop=30", "--dropout_prob=0.0")
+    results = json.loads((tmp_path / "run" / "eval_results.json").read_text())
+    assert results["global_step"] == 60 and results["accuracy"] > 0.9 and results["f1"] > 0.9
+    # The last checkpoint's block of eval_results.txt also has the original run_classifier's names.
+    text = dict(line.split(" = ", 1) for line in (tmp_path / "run" / "eval_results.txt").read_text().splitlines()
+                if " = " in line)
+    assert float(text["eval_accuracy"]) == pytest.approx(results["accuracy"])
+    assert float(text["eval_loss"]) == pytest.approx(results["loss"]) and "matthew_corr" not in text
+
+    submission = (tmp_path / "run" / "MRPC.tsv").read_text().splitlines()
+    assert submission[0] == "index\tprediction" and len(submission) == 13
+    assert [row.split("\t")[0] for row in submission[1:]] == [str(100 + index) for index in range(12)]
+    assert {row.split("\t")[1] for row in submission[1:]} <= {"0", "1"}
+    # The original's test_results.tsv: class probabilities, one line per test example, no header.
+    probabilities = np.loadtxt(tmp_path / "run" / "test_results.tsv", delimiter="\t")
+    assert probabilities.shape == (12, 2)
+    np.testing.assert_allclose(probabilities.sum(axis=1), np.ones(12), atol=1e-6)
+    assert probabilities.argmax(axis=1).tolist() == [int(row.split("\t")[1]) for row in submission[1:]]
+    eval_rows = [row.split("\t") for row in (tmp_path / "run" / "eval_predictions.tsv").read_text().splitlines()]
+    assert eval_rows[0] == ["index", "prediction", "label"] and len(eval_rows) == 65
+    recomputed = np.mean([prediction == label for _, prediction, label in eval_rows[1:]])
+    assert recomputed == pytest.approx(results["accuracy"])
+
+    cached = sorted(os.listdir(tmp_path / "cache"))
+    assert len(cached) == 6  # train, dev and test records, each with its metadata
+
+    # The fine-tuned weights, written as an original TF1 checkpoint with its config and vocabulary beside it:
+    # a second run evaluates from it (no config or spm flags) and gets the same numbers.
+    model = AlbertClassifier(json.loads(config_file.read_text()), num_labels=2)
+    checkpoint_io.load_weights(model, str(tmp_path / "run" / "best"))
+    checkpoint_io.save_checkpoint_directory(model, str(tmp_path / "tf1"), "tf1",
+                                            vocab_files=[tokenizer.spm_model_file])
+    _run_glue(*common, f"--output_dir={tmp_path / 'from_tf1'}", f"--init_checkpoint={tmp_path / 'tf1'}",
+              "--do_eval", "--do_predict", f"--export_dir={tmp_path / 'export'}")
+    again = json.loads((tmp_path / "from_tf1" / "eval_results.json").read_text())
+    assert again["accuracy"] == pytest.approx(results["accuracy"]) and again["global_step"] == 0
+    assert (tmp_path / "from_tf1" / "MRPC.tsv").read_text() == (tmp_path / "run" / "MRPC.tsv").read_text()
+    assert sorted(os.listdir(tmp_path / "cache")) == cached  # the same dev and test features were reused
+
+    # The exported SavedModel serves the same predictions from raw ids.
+    pairs = [("the model", "lamb lamb the lamb"), ("a block", "of depth")]
+    features = [glue.convert_example(glue.GlueExample(str(index), text_a, text_b, None), index,
+                                     glue.get_task("mrpc"), tokenizer, 32)
+                for index, (text_a, text_b) in enumerate(pairs)]
+    serve = tf.saved_model.load(str(tmp_path / "export")).signatures["serving_default"]
+    served = serve(**{name: tf.constant([feature[name] for feature in features], tf.int32)
+                      for name in ("input_word_ids", "input_mask", "input_type_ids")})
+    assert served["probabilities"].shape == (2, 2)
+    assert served["probabilities"].numpy().argmax(-1).tolist() == [1, 0]
+
+
+def test_run_glue_from_an_exported_hub_module(tmp_path, tokenizer):
+    """--hub_module_handle: config, vocabulary and encoder weights all come from the export."""
+    from albert_tf.export.hub_export import export_hub_modules
+
+    _write_keyword_mrpc(tmp_path / "glue", sizes=(("train", 400), ("dev", 64)))
+    config = AlbertConfig.from_dict(TINY_CONFIG)
+    # A fixed starting point: from some random encoders, 60 steps do not reach the accuracy asserted below.
+    keras.utils.set_random_seed(0)
+    pretrained = AlbertEncoder(config)
+    checkpoint_io.save_checkpoint_directory(pretrained, str(tmp_path / "tf1"), "tf1")
+    export_hub_modules(str(tmp_path / "hub"), config, tokenizer.spm_model_file,
+                       init_checkpoint=str(tmp_path / "tf1"), seq_length=32)
+    log = _run_glue(f"--data_dir={tmp_path / 'glue'}", "--task_name=MRPC", "--max_seq_length=32",
+                    f"--cached_dir={tmp_path / 'cache'}", f"--output_dir={tmp_path / 'run'}",
+                    f"--hub_module_handle={tmp_path / 'hub'}", "--do_train", "--do_eval", "--train_step=60",
+                    "--warmup_step=6", "--learning_rate=1e-3", "--train_batch_size=32", "--steps_per_loop=30",
+                    "--dropout_prob=0.0", "--eval_batch_size=64")
+    assert "hub module" in log
+    results = json.loads((tmp_path / "run" / "eval_results.json").read_text())
+    assert results["global_step"] == 60 and results["accuracy"] > 0.9
+
+    restarted = AlbertClassifier(config, num_labels=2)
+    checkpoint_io.load_weights(restarted, str(tmp_path / "run"))
+    assert not np.allclose(restarted.encoder.pooler.kernel.numpy(), pretrained.pooler.kernel.numpy())

@@ -1,0 +1,177 @@
+"""RACE: both file layouts, the original's truncation, accuracy by level, and run_race end to end."""
+import json
+import os
+import random
+import subprocess
+import sys
+
+import pytest
+
+from albert_tf.tokenization import AlbertTokenizer
+from data_gen import race
+from tests import fixtures
+from tests.helpers import REPO_ROOT
+
+
+
+def _article(article_id, questions, answers, options=None, text="the model learns a shared block"):
+    options = options or [["red", "green", "blue", "white"] for _ in questions]
+    return {"article": text, "questions": questions, "options": options, "answers": answers, "id": article_id}
+
+
+def _write(path, *articles, merged=False):
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if merged:
+        path.write_text("".join(json.dumps(article) + "\n" for article in articles))
+    else:
+        path.write_text(json.dumps(articles[0], indent=1))
+
+
+@pytest.fixture(scope="module")
+def tokenizer(tmp_path_factory):
+    return AlbertTokenizer(spm_model_file=fixtures.make_spm_model(str(tmp_path_factory.mktemp("spm"))))
+
+
+def test_per_article_files_and_merged_all_txt(tmp_path):
+    _write(tmp_path / "RACE" / "dev" / "middle" / "1.txt", _article("middle1.txt", ["Q1?", "Q2 _ ."], ["B", "D"]))
+    _write(tmp_path / "RACE" / "dev" / "high" / "all.txt", _article("high5.txt", ["H1?"], ["A"]),
+           _article("high6.txt", ["H2?", "H3?"], ["C", "A"]), merged=True)
+    _write(tmp_path / "RACE" / "dev" / "high" / "5.txt", _article("high5.txt", ["H1?"], ["A"]))  # also in all.txt
+    examples = race.read_examples(str(tmp_path), "dev")
+    assert [(example.example_id, example.level, example.label) for example in examples] == [
+        ("middle1.txt-0", "middle", 1), ("middle1.txt-1", "middle", 3),
+        ("high5.txt-0", "high", 0), ("high6.txt-0", "high", 2), ("high6.txt-1", "high", 0)]
+    assert [example.level for example in race.read_examples(str(tmp_path / "RACE"), "dev", ["high"])] == ["high"] * 3
+    assert race.selected_levels(middle_only=True) == ["middle"]
+    with pytest.raises(ValueError, match="at most one"):
+        race.selected_levels(high_only=True, middle_only=True)
+
+
+def test_bad_answers_and_options_name_the_file_and_question(tmp_path):
+    _write(tmp_path / "RACE" / "train" / "middle" / "7.txt", _article("middle7.txt", ["Q?", "R?"], ["A", "E"]))
+    with pytest.raises(ValueError, match=r"middle/7.txt:1: question 1 of article 'middle7.txt' has answer 'E'"):
+        race.read_examples(str(tmp_path), "train", ["middle"])
+    _write(tmp_path / "RACE" / "test" / "high" / "8.txt",
+           _article("high8.txt", ["Q?"], ["A"], options=[["yes", "no", "maybe"]]))
+    with pytest.raises(ValueError, match=r"high/8.txt:1: question 0 of article 'high8.txt' has 3 options"):
+        race.read_examples(str(tmp_path), "test", ["high"])
+    with pytest.raises(ValueError, match=r"RACE/test/middle does not exist"):
+        race.read_examples(str(tmp_path), "test")
+
+
+def test_question_with_option_fills_the_blank_or_appends():
+    assert race.question_with_option("The cat sat on the _ today.", "mat") == "The cat sat on the mat today."
+    assert race.question_with_option("Where did the cat sit?", "on the mat") == "Where did the cat sit? on the mat"
+
+
+def test_question_and_option_are_normalised_before_the_blank_is_filled(tokenizer):
+    def qa_tokens(question, option):
+        example = race.RaceExample("a-0", "high", "the model", question, [option] * 4, 0)
+        features = race.convert_example(example, 0, tokenizer, max_seq_length=40, max_qa_length=30)
+        ids = features["input_word_ids"][0]
+        first_sep = ids.index(tokenizer.sep_id)
+        return ids[first_sep + 1:ids.index(tokenizer.sep_id, first_sep + 1)]
+
+    # The original's process_text runs on the question and on the option, then fills the blank.
+    expected = tokenizer.convert_tokens_to_ids(tokenizer.tokenize("the model learns shared."))
+    assert qa_tokens("the model learns _.", "shared ") == expected
+    assert qa_tokens("the model learns \uff3f.", "shared") == expected
+
+
+def test_features_keep_the_end_of_qa_and_cut_the_article(tokenizer):
+    example = race.RaceExample("a-0", "high", "the model learns a shared block of attention and feed forward weights",
+                               "which block runs at every depth", ["shared", "feed", "sentence order", "lamb"], 2)
+    features = race.convert_example(example, 5, tokenizer, max_seq_length=20, max_qa_length=6)
+    article = tokenizer.tokenize(example.article)
+    for choice, option in enumerate(example.options):
+        qa = tokenizer.tokenize(race.question_with_option(example.question, option))[-6:]
+        context = article[:20 - 3 - len(qa)]
+        tokens = ["[CLS]"] + context + ["[SEP]"] + qa + ["[SEP]"]
+        padding = 20 - len(tokens)
+        assert features["input_word_ids"][choice] == tokenizer.convert_tokens_to_ids(tokens) + [0] * padding
+        assert features["input_type_ids"][choice] == [0] * (len(context) + 2) + [1] * (len(qa) + 1) + [0] * padding
+        assert features["input_mask"][choice] == [1] * len(tokens) + [0] * padding
+    assert len(qa) == 6 and len(article) > 20  # both truncations happened
+    assert (features["label_ids"], features["example_index"], features["level"]) == (2, 5, 1)
+    with pytest.raises(ValueError, match="max_qa_length=30 must be in 1..max_seq_length - 3"):
+        race.convert_example(example, 0, tokenizer, max_seq_length=20, max_qa_length=30)
+
+
+def test_accuracy_by_level():
+    results = race.compute_metrics([0, 1, 2, 3, 0], [0, 1, 0, 3, 1], [0, 0, 1, 1, 1])
+    assert results == {"accuracy": pytest.approx(3 / 5), "accuracy_middle": pytest.approx(1.0),
+                       "accuracy_high": pytest.approx(1 / 3)}
+    assert set(race.compute_metrics([1], [1], [1])) == {"accuracy", "accuracy_high"}
+
+
+# ---- end to end ------------------------------------------------------------------------------------
+
+_WORDS = "the model learns a shared block of attention and feed forward weights that runs at every depth".split()
+
+
+def _write_keyword_race(directory, sizes=(("train", 120), ("dev", 24), ("test", 8))):
+    """A RACE directory where the right option is the one that says "lamb" (per-article files for middle,
+    all.txt for high)."""
+    rng = random.Random(1)
+    for split, articles in sizes:
+        for level in race.LEVELS:
+            lines = []
+            for index in range(articles // 2):
+                answers, options, questions = [], [], []
+                for _ in range(2):
+                    right = rng.randrange(4)
+                    choices = [" ".join(rng.choice(_WORDS) for _ in range(3)) for _ in range(4)]
+                    choices[right] = choices[right] + " lamb lamb"
+                    questions.append("which one is _ here" if rng.random() < 0.5 else "which one")
+                    options.append(choices)
+                    answers.append("ABCD"[right])
+                article = _article(f"{level}{index}.txt", questions, answers, options,
+                                   text=" ".join(rng.choice(_WORDS) for _ in range(30)))
+                if level == "middle":
+                    _write(directory / "RACE" / split / level / f"{index}.txt", article)
+                else:
+                    lines.append(article)
+            if lines:
+                _write(directory / "RACE" / split / level / "all.txt", *lines, merged=True)
+
+
+def _run_race(*flags):
+    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2", CUDA_VISIBLE_DEVICES="")
+    completed = subprocess.run([sys.executable, "-m", "run_scripts.run_race", *flags], cwd=REPO_ROOT, env=env,
+                               capture_output=True, text=True, timeout=600)
+    assert completed.returncode == 0, completed.stderr[-4000:]
+
+
+def test_run_race_learns_and_restarts_from_its_own_checkpoint(tmp_path, tokenizer):
+    _write_keyword_race(tmp_path / "data")
+    config_file = tmp_path / "albert_config.json"
+    config_file.write_text(json.dumps(dict(vocab_size=120, hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
+                                           intermediate_size=64, embedding_size=16, max_position_embeddings=64,
+                                           hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0)))
+    common = [f"--data_dir={tmp_path / 'data'}", f"--albert_config_file={config_file}",
+              f"--spm_model_file={tokenizer.spm_model_file}", "--max_seq_length=40", "--max_qa_length=16",
+              "--eval_batch_size=64", "--predict_batch_size=64", f"--cached_dir={tmp_path / 'cache'}"]
+    _run_race(*common, f"--output_dir={tmp_path / 'run'}", "--do_train", "--do_eval", "--do_predict",
+              "--train_step=60", "--warmup_step=6", "--learning_rate=1e-3", "--train_batch_size=16",
+              "--save_checkpoints_steps=30", "--steps_per_loop=30", "--dropout_prob=0.0")
+    results = json.loads((tmp_path / "run" / "eval_results.json").read_text())
+    assert results["global_step"] == 60 and results["accuracy"] > 0.9
+    assert results["accuracy_middle"] > 0.8 and results["accuracy_high"] > 0.8
+    test_results = json.loads((tmp_path / "run" / "predict_results.json").read_text())
+    assert test_results["accuracy"] > 0.8 and test_results["eval_accuracy"] == test_results["accuracy"]
+    assert test_results["eval_loss"] == test_results["loss"] > 0.0
+    text = dict(line.split(" = ", 1) for line in (tmp_path / "run" / "eval_results.txt").read_text().splitlines()
+                if " = " in line)
+    assert float(text["eval_accuracy"]) == pytest.approx(results["accuracy"])
+    assert float(text["eval_loss"]) == pytest.approx(results["loss"])
+    rows = [row.split("\t") for row in (tmp_path / "run" / "test_predictions.tsv").read_text().splitlines()]
+    assert rows[0] == ["id", "level", "prediction", "label"] and len(rows) == 1 + 16
+    assert {row[2] for row in rows[1:]} <= set("ABCD") and rows[1][0] == "middle0.txt-0"
+
+    # Our own (native) fine-tuned checkpoint as --init_checkpoint, evaluated on the middle level only.
+    _run_race(*common, f"--output_dir={tmp_path / 'middle'}", f"--init_checkpoint={tmp_path / 'run' / 'best'}",
+              "--nodo_train", "--do_eval", "--middle_only")
+    middle = json.loads((tmp_path / "middle" / "eval_results.json").read_text())
+    best = json.loads((tmp_path / "run" / "best" / "eval_results.json").read_text())
+    assert set(middle) == {"accuracy", "accuracy_middle", "loss", "global_step"}
+    assert middle["accuracy"] == pytest.approx(best["accuracy_middle"])

@@ -1,0 +1,161 @@
+import json
+import signal
+import subprocess
+import sys
+import time
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from albert_tf import AlbertConfig, AlbertPretrainer
+from albert_tf.tasks.pretraining import Pretraining, PretrainingOptions
+from albert_tf.training.pretraining_losses import pretraining_loss
+from data_gen.pretraining_input import pretraining_dataset_fn
+from tests.fixtures import write_pretraining_records
+
+SEQ, PREDICTIONS = 16, 3
+TINY = dict(vocab_size=60, embedding_size=8, hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
+            intermediate_size=64, max_position_embeddings=32)
+
+
+def tiny_config(**overrides):
+    return AlbertConfig(**dict(TINY, **overrides))
+
+
+def options(output_dir, **overrides):
+    values = dict(output_dir=str(output_dir), max_seq_length=SEQ, max_predictions_per_seq=PREDICTIONS,
+                  train_batch_size=16, eval_batch_size=16, learning_rate=0.02, num_train_steps=40,
+                  num_warmup_steps=4, save_checkpoints_steps=20, max_eval_steps=10, log_every_steps=10,
+                  jit_compile=False)  # XLA: the bfloat16 test and the command-line runs (its default)
+    values.update(overrides)
+    return PretrainingOptions(**values)
+
+
+def dataset_fn(pattern, is_training=True):
+    return pretraining_dataset_fn(pattern, max_seq_length=SEQ, max_predictions_per_seq=PREDICTIONS,
+                                  is_training=is_training, seed=1)
+
+
+@pytest.fixture(scope="module")
+def records(tmp_path_factory):
+    directory = tmp_path_factory.mktemp("records")
+    write_pretraining_records(str(directory / "train.tfrecord"), num_records=256, max_seq_length=SEQ,
+                              max_predictions=PREDICTIONS)
+    write_pretraining_records(str(directory / "eval.tfrecord"), num_records=64, max_seq_length=SEQ,
+                              max_predictions=PREDICTIONS, seed=5)
+    return directory
+
+
+def test_loss_falls_and_evaluation_writes_results(records, tmp_path):
+    run = Pretraining(tiny_config(), options(tmp_path))
+    batch = next(iter(dataset_fn(str(records / "eval.tfrecord"), is_training=False)(None, 64, 0)))
+    before, _ = pretraining_loss(run.model(batch), batch)
+    run.train(dataset_fn(str(records / "train.tfrecord")))
+    after, _ = pretraining_loss(run.model(batch), batch)
+    # Untrained: about ln(60) + ln(2) = 4.8; learning the masked-token distribution alone gives about 4.4.
+    assert float(after) < float(before) - 0.25
+    results = run.evaluate_checkpoints(dataset_fn(str(records / "eval.tfrecord"), is_training=False))
+    assert results["global_step"] == 40
+    written = json.loads((tmp_path / "eval_results.json").read_text())
+    assert set(written) == {"global_step", "loss", "masked_lm_accuracy", "masked_lm_loss",
+                            "sentence_order_accuracy", "sentence_order_loss"}
+    assert 0.0 < written["masked_lm_accuracy"] <= 1.0 and 0.0 < written["sentence_order_accuracy"] <= 1.0
+    np.testing.assert_allclose(written["loss"], written["masked_lm_loss"] + written["sentence_order_loss"],
+                               rtol=1e-3)
+    # A block per evaluated checkpoint, the last one's lines equal to eval_results.json.
+    text = (tmp_path / "eval_results.txt").read_text()
+    assert text.startswith("global_step = ") and "saved " in text
+    assert f"global_step = 40\nloss = {written['loss']}\n" in text
+    best = json.loads((tmp_path / "best" / "eval_results.json").read_text())
+    assert best["masked_lm_accuracy"] == max(best["masked_lm_accuracy"], written["masked_lm_accuracy"])
+    assert tf.io.gfile.glob(str(tmp_path / "best" / "ckpt-best.index"))
+    assert (tmp_path / "best" / "albert_config.json").read_text() == (tmp_path / "albert_config.json").read_text()
+    assert tf.io.gfile.glob(str(tmp_path / "eval" / "events.out.tfevents.*"))
+
+
+def test_output_dir_with_another_config_is_refused(records, tmp_path):
+    Pretraining(tiny_config(), options(tmp_path))
+    with pytest.raises(ValueError, match=r"hidden_size: 32 there vs 48 now"):
+        Pretraining(tiny_config(hidden_size=48), options(tmp_path))
+
+
+def test_data_config_mismatch_fails_before_training(records, tmp_path):
+    run = Pretraining(tiny_config(vocab_size=40), options(tmp_path))
+    with pytest.raises(ValueError, match=r"token id 4\d is outside the config's vocab_size=40"):
+        run.train(dataset_fn(str(records / "train.tfrecord")), source="train.tfrecord")
+    assert tf.train.latest_checkpoint(str(tmp_path)) is None
+
+
+def test_bfloat16_and_jit_compile_train(records, tmp_path):
+    run = Pretraining(tiny_config(), options(tmp_path, mixed_precision="mixed_bfloat16", jit_compile=True,
+                                             num_train_steps=6, steps_per_loop=3, gradient_accumulation_steps=2))
+    results = run.train(dataset_fn(str(records / "train.tfrecord")))
+    assert results["step"] == 6 and np.isfinite(results["loss"])
+
+
+def _script(records, output_dir, *extra):
+    return [sys.executable, "-m", "run_scripts.run_pretraining", f"--input_file={records / 'train.tfrecord'}",
+            f"--output_dir={output_dir}", f"--max_seq_length={SEQ}", f"--max_predictions_per_seq={PREDICTIONS}",
+            "--train_batch_size=8", "--learning_rate=0.005", "--num_warmup_steps=2", "--save_checkpoints_steps=100",
+            "--log_every_steps=1", "--deterministic", "--do_train", *extra]
+
+
+def _final_weights(output_dir, config):
+    model = AlbertPretrainer(config)
+    tf.train.Checkpoint(model=model).read(tf.train.latest_checkpoint(str(output_dir))).expect_partial()
+    return {variable.path: variable.numpy() for variable in model.weights}
+
+
+def test_sigterm_then_rerun_equals_an_uninterrupted_run(records, tmp_path):
+    config_path = tmp_path / "albert_config.json"
+    config = tiny_config(hidden_dropout_prob=0.1)
+    config.to_json_file(str(config_path))
+    steps = 40
+    common = (f"--albert_config_file={config_path}", f"--num_train_steps={steps}")
+    subprocess.run(_script(records, tmp_path / "straight", *common), check=True, capture_output=True, timeout=300)
+
+    interrupted = tmp_path / "interrupted"
+    process = subprocess.Popen(_script(records, interrupted, *common), stderr=subprocess.PIPE, text=True)
+    deadline = time.time() + 240
+    for line in process.stderr:
+        if "step 10/" in line:
+            process.send_signal(signal.SIGTERM)
+            break
+        assert time.time() < deadline, "the run never logged step 10"
+    rest = process.communicate(timeout=240)[1]
+    assert process.returncode == 0, rest[-2000:]
+    preempted_step = int(tf.train.latest_checkpoint(str(interrupted)).rsplit("-", 1)[1])
+    assert 10 <= preempted_step < steps
+    subprocess.run(_script(records, interrupted, *common), check=True, capture_output=True, timeout=300)
+
+    straight, resumed = _final_weights(tmp_path / "straight", config), _final_weights(interrupted, config)
+    assert straight.keys() == resumed.keys() and len(straight) == 32
+    assert not np.allclose(straight["albert_pretrainer/predictions/output_bias"], 0.0)
+    for name in straight:
+        np.testing.assert_allclose(resumed[name], straight[name], atol=1e-6, err_msg=name)
+
+
+def test_script_errors(records, tmp_path):
+    missing = subprocess.run([sys.executable, "-m", "run_scripts.run_pretraining", "--input_file=/nonexistent/x-*",
+                              f"--output_dir={tmp_path}", "--preset=albert-base", "--do_train"],
+                             capture_output=True, text=True, timeout=120)
+    assert missing.returncode != 0 and "/nonexistent/x-*" in missing.stderr
+    tpu = subprocess.run([sys.executable, "-m", "run_scripts.run_pretraining", f"--input_file={records}/train.tfrecord",
+                          f"--output_dir={tmp_path / 'tpu'}", "--preset=albert-base", "--strategy=tpu", "--do_train"],
+                         capture_output=True, text=True, timeout=120)
+    assert tpu.returncode != 0 and "TPU" in tpu.stderr
+    original = subprocess.run([sys.executable, "-m", "run_scripts.run_pretraining", "--input_file=x", "--output_dir=y",
+                               "--use_tpu=true", "--iterations_per_loop=1000"], capture_output=True, text=True,
+                              timeout=120)
+    assert original.returncode != 0
+    assert "--use_tpu is a flag of the original scripts that albert-tf does not have: pass --strategy=tpu" \
+        in original.stderr and "--iterations_per_loop" in original.stderr
+
+
+@pytest.mark.parametrize("script", ["run_pretraining", "run_glue"])
+def test_help_lists_the_shared_training_flags(script):
+    help_text = subprocess.run([sys.executable, "-m", f"run_scripts.{script}", "--help"], capture_output=True,
+                               text=True, timeout=120).stdout
+    for name in ("--[no]jit_compile", "--num_recomputed_blocks", "--strategy", "--seed", "--mixed_precision"):
+        assert name in help_text, name

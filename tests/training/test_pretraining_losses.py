@@ -1,0 +1,54 @@
+import numpy as np
+import tensorflow as tf
+
+from albert_tf.training.pretraining_losses import pretraining_loss, pretraining_metric_sums
+
+
+def make_case(seed=0):
+    rng = np.random.default_rng(seed)
+    outputs = {"mlm_logits": rng.normal(size=(3, 4, 11)).astype(np.float32),
+               "sop_logits": rng.normal(size=(3, 2)).astype(np.float32)}
+    batch = {"masked_lm_ids": rng.integers(0, 11, (3, 4)).astype(np.int32),
+             "masked_lm_weights": np.array([[1, 1, 0, 0], [1, 1, 1, 1], [1, 0, 0, 0]], np.float32),
+             "next_sentence_labels": np.array([0, 1, 1], np.int32)}
+    return outputs, batch
+
+
+def cross_entropy(logits, labels):
+    shifted = logits - logits.max(-1, keepdims=True)
+    log_probs = shifted - np.log(np.exp(shifted).sum(-1, keepdims=True))
+    return -np.take_along_axis(log_probs, labels[..., None], -1)[..., 0]
+
+
+def test_loss_is_the_originals():
+    outputs, batch = make_case()
+    total, parts = pretraining_loss({k: tf.constant(v) for k, v in outputs.items()},
+                                    {k: tf.constant(v) for k, v in batch.items()})
+    w = batch["masked_lm_weights"]
+    mlm = (w * cross_entropy(outputs["mlm_logits"], batch["masked_lm_ids"])).sum() / (w.sum() + 1e-5)
+    sop = cross_entropy(outputs["sop_logits"], batch["next_sentence_labels"]).mean()
+    np.testing.assert_allclose(parts["masked_lm_loss"], mlm, rtol=1e-6)
+    np.testing.assert_allclose(parts["sentence_order_loss"], sop, rtol=1e-6)
+    np.testing.assert_allclose(total, mlm + sop, rtol=1e-6)
+
+
+def test_batch_without_predictions_does_not_divide_by_zero():
+    outputs, batch = make_case()
+    batch["masked_lm_weights"] = np.zeros_like(batch["masked_lm_weights"])
+    _, parts = pretraining_loss(outputs, batch)
+    assert float(parts["masked_lm_loss"]) == 0.0
+
+
+def test_metric_sums_weight_mlm_by_masked_lm_weights():
+    outputs, batch = make_case(1)
+    sums = pretraining_metric_sums(outputs, batch)
+    w = batch["masked_lm_weights"]
+    correct = (outputs["mlm_logits"].argmax(-1) == batch["masked_lm_ids"]).astype(np.float32)
+    numerator, denominator = sums["masked_lm_accuracy"]
+    np.testing.assert_allclose([numerator, denominator], [(correct * w).sum(), w.sum()], rtol=1e-6)
+    sop_correct = (outputs["sop_logits"].argmax(-1) == batch["next_sentence_labels"]).sum()
+    np.testing.assert_allclose(sums["sentence_order_accuracy"], [sop_correct, 3], rtol=1e-6)
+    loss_sum, count = sums["masked_lm_loss"]
+    np.testing.assert_allclose(loss_sum / count,
+                               (w * cross_entropy(outputs["mlm_logits"], batch["masked_lm_ids"])).sum() / w.sum(),
+                               rtol=1e-6)
