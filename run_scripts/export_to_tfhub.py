@@ -11,8 +11,8 @@ from absl import app, flags, logging
 
 from albert_tf.checkpoints import checkpoint_io
 from albert_tf.config import load_config
-from albert_tf.export.hub_export import export_hub_modules
-from albert_tf.export.hub_preprocessor import DEFAULT_SEQ_LENGTH
+from albert_tf.export.preprocessor import DEFAULT_SEQ_LENGTH
+from albert_tf.export.tfhub_encoder import export_hub_modules
 from run_scripts.original_flags import NO_EINSUM_CHOICE, define_original_flags
 
 FLAGS = flags.FLAGS

@@ -16,11 +16,14 @@ import tensorflow as tf
 
 from albert_tf.checkpoints.checkpoint_io import CheckpointContents, CheckpointLocation, LoadResult, load_weights
 from albert_tf.config import AlbertConfig
-from albert_tf.export.hub_export import ALBERT_CONFIG_ASSET, SPM_MODEL_ASSET, VARIABLES_BY_TF1_NAME
 
 logger = logging.getLogger(__name__)
 
 HUB_FORMAT = "albert-tf hub module"
+# The names albert_tf.export.tfhub_encoder writes under: the assets, and the attribute keyed by TF1 name.
+ALBERT_CONFIG_ASSET = "albert_config.json"
+SPM_MODEL_ASSET = "spm.model"
+VARIABLES_BY_TF1_NAME = "variables_by_tf1_name"
 _OBJECT_GRAPH_KEY = "_CHECKPOINTABLE_OBJECT_GRAPH"
 _DO_LOWER_CASE = "do_lower_case"
 # The file tensorflow_hub writes into every TF1 hub module.

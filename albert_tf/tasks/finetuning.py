@@ -28,6 +28,7 @@ from absl import logging
 
 from albert_tf.checkpoints import checkpoint_io, hub_module
 from albert_tf.config import AlbertConfig, load_config
+from albert_tf.export.serving import export_saved_model
 from albert_tf.training.distribution import get_strategy
 from albert_tf.training.optimization import OPTIMIZER_NAMES, create_optimizer
 from albert_tf.training.training_loop import Trainer, TrainingSettings, enable_determinism, set_mixed_precision
@@ -539,30 +540,3 @@ def _save_best(task, output_dir, best):
 def _write_json(path, values):
     with tf.io.gfile.GFile(path, "w") as handle:
         handle.write(json.dumps(values, indent=2, sort_keys=True) + "\n")
-
-
-# ---- export --------------------------------------------------------------------------------------
-
-def export_saved_model(model: keras.Model, input_signature: Dict[str, tf.TensorSpec],
-                       serving_fn: Optional[Callable], export_dir: str) -> str:
-    """Writes `model` as a SavedModel whose `serving_default` signature takes `input_signature`.
-
-    The outputs are `serving_fn(model, inputs)` (a dict), or {"outputs": model(inputs)} without one.
-
-    Example:
-    >>> import tempfile
-    >>> model = keras.Sequential([keras.Input((3,), dtype="int32"), keras.layers.Dense(2)])
-    >>> path = export_saved_model(model, {"x": tf.TensorSpec([None, 3], tf.int32)},
-    ...                           lambda m, inputs: {"logits": m(tf.cast(inputs["x"], tf.float32))},
-    ...                           tempfile.mkdtemp())  # doctest: +SKIP
-    """
-    serving_fn = serving_fn or (lambda serving_model, inputs: {"outputs": serving_model(inputs, training=False)})
-    archive = keras.export.ExportArchive()
-    archive.track(model)
-    # Named specs make the signature's arguments the input names (input_word_ids, ...), not inputs_1, ...
-    named = {name: tf.TensorSpec(spec.shape, spec.dtype, name=name) for name, spec in input_signature.items()}
-    archive.add_endpoint("serve", lambda inputs: serving_fn(model, inputs), input_signature=[named])
-    archive.write_out(export_dir, verbose=False)
-    logging.info("Exported the fine-tuned model to %s (signature serving_default).", export_dir)
-    return export_dir
-

@@ -17,11 +17,11 @@ import tensorflow as tf
 
 from albert_tf import AlbertClassifier, AlbertConfig, AlbertPretrainer
 from albert_tf.checkpoints import checkpoint_io
-from albert_tf.checkpoints.hub_module import load_encoder_weights, read_hub_module
+from albert_tf.checkpoints.hub_module import VARIABLES_BY_TF1_NAME, load_encoder_weights, read_hub_module
 from albert_tf.checkpoints.tf1_names import model_variable_map
-from albert_tf.export.hub_export import (VARIABLES_BY_TF1_NAME, _RawTextClassifier, export_classifier_with_preprocessor,
-                                         export_hub_modules)
-from albert_tf.export.hub_preprocessor import AlbertPreprocessor
+from albert_tf.export.preprocessor import AlbertPreprocessor
+from albert_tf.export.text_classifier import _RawTextClassifier, export_classifier_with_preprocessor
+from albert_tf.export.tfhub_encoder import export_hub_modules
 from albert_tf.tokenization import AlbertTokenizer
 from tests.fixtures import make_spm_model
 from tests.helpers import REPO_ROOT

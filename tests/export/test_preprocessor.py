@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from albert_tf.export.hub_preprocessor import AlbertPreprocessor
+from albert_tf.export.preprocessor import AlbertPreprocessor
 from albert_tf.tokenization import SPIECE_UNDERLINE, AlbertTokenizer, preprocess_text
 from data_gen import build_vocab, glue
 from data_gen._instances import (InstanceOptions, SpecialIds, create_instances_from_document,

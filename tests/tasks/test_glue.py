@@ -362,7 +362,7 @@ def test_run_glue_learns_writes_predictions_and_restarts_from_a_tf1_checkpoint(t
 
 def test_run_glue_from_an_exported_hub_module(tmp_path, tokenizer):
     """--hub_module_handle: config, vocabulary and encoder weights all come from the export."""
-    from albert_tf.export.hub_export import export_hub_modules
+    from albert_tf.export.tfhub_encoder import export_hub_modules
 
     _write_keyword_mrpc(tmp_path / "glue", sizes=(("train", 400), ("dev", 64)))
     config = AlbertConfig.from_dict(TINY_CONFIG)

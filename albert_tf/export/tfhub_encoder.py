@@ -1,4 +1,4 @@
-"""TF-Hub-style SavedModels: the encoder (with `.mlm`), the preprocessor, and a raw-text classifier.
+"""The TF-Hub-style export: the encoder SavedModel (with `.mlm`) beside the preprocessor's.
 
 The encoder follows TF-Hub's TF2 Reusable SavedModel interface for text encoders, so that
 `tf.saved_model.load`, `keras.layers.TFSMLayer`, `tensorflow_hub.KerasLayer` and `saved_model_cli` all
@@ -17,6 +17,8 @@ Exported encoder directory:
   shared ones included, is saved once.
 - signatures `serving_default` (the encoder's outputs, `encoder_outputs_{i}` flattened) and `mlm`.
 - assets `albert_config.json` and `spm.model`; a non-trainable `do_lower_case` variable.
+
+The asset and attribute names are those `albert_tf.checkpoints.hub_module` reads back for fine-tuning.
 """
 
 import logging
@@ -25,56 +27,29 @@ import shutil
 import tempfile
 from typing import Optional, Tuple, Union
 
-import keras
 import tensorflow as tf
 
 from albert_tf.checkpoints.checkpoint_io import load_weights
+from albert_tf.checkpoints.hub_module import ALBERT_CONFIG_ASSET, SPM_MODEL_ASSET, VARIABLES_BY_TF1_NAME
 from albert_tf.checkpoints.tf1_names import encoder_variable_map
 from albert_tf.config import AlbertConfig
-from albert_tf.export.hub_preprocessor import DEFAULT_SEQ_LENGTH, AlbertPreprocessor
+from albert_tf.export.preprocessor import DEFAULT_SEQ_LENGTH, export_preprocessor
+from albert_tf.export.saved_objects import AutoTrackable, Untracked, check_file, tf_variables
 from albert_tf.layers.masked_lm_head import AlbertMaskedLMHead
-from albert_tf.models.classifier import AlbertClassifier
 from albert_tf.models.encoder import INPUT_NAMES, AlbertEncoder
 from albert_tf.models.pretrainer import AlbertPretrainer
 from albert_tf.tokenization import AlbertTokenizer
 
 logger = logging.getLogger(__name__)
 
-ALBERT_CONFIG_ASSET = "albert_config.json"
-SPM_MODEL_ASSET = "spm.model"
-VARIABLES_BY_TF1_NAME = "variables_by_tf1_name"
 MASKED_LM_POSITIONS = "masked_lm_positions"
 MASKED_LM_SCOPE = "cls/predictions/"
-
-AutoTrackable = tf.__internal__.tracking.AutoTrackable
 
 
 def encoder_input_spec(with_masked_lm_positions: bool = False):
     """The dict of int32 [None, None] TensorSpecs the exported encoder (or its `.mlm`) is traced for."""
     names = INPUT_NAMES + ((MASKED_LM_POSITIONS,) if with_masked_lm_positions else ())
     return {name: tf.TensorSpec([None, None], tf.int32, name=name) for name in names}
-
-
-class _Untracked:
-    """The Keras objects the saved functions call, held by a plain object: AutoTrackable does not look
-    inside it, so they (and every Keras-internal trackable under them) stay out of the SavedModel."""
-
-    def __init__(self, **objects):
-        self.__dict__.update(objects)
-
-
-def _tf_variables(variables):
-    """The tf.Variables inside Keras variables.
-
-    The SavedModel must hold these, not the Keras wrappers: a wrapper is exported as a second variable
-    beside the one the functions read, which TF1-style clients (`saved_model_cli run`, TF Serving's
-    session loader) then find uninitialised.
-    """
-    tf_variables = [variable.value if isinstance(variable, keras.Variable) else variable for variable in variables]
-    for variable in tf_variables:
-        if not isinstance(variable, tf.Variable):
-            raise TypeError(f"Expected a tf.Variable inside the model's variable, got {type(variable).__name__}.")
-    return tf_variables
 
 
 def _checked_inputs(inputs, max_position_embeddings):
@@ -109,10 +84,10 @@ def _flat_outputs(outputs):
 class _MaskedLMEncoder(AutoTrackable):
     """`encoder.mlm`: the encoder's outputs plus `mlm_logits` at `masked_lm_positions`."""
 
-    def __init__(self, parts: _Untracked):
+    def __init__(self, parts: Untracked):
         self._parts = parts
-        self.variables = _tf_variables(parts.encoder.variables + parts.masked_lm_head.variables)
-        self.trainable_variables = _tf_variables(parts.encoder.trainable_variables
+        self.variables = tf_variables(parts.encoder.variables + parts.masked_lm_head.variables)
+        self.trainable_variables = tf_variables(parts.encoder.trainable_variables
                                                  + parts.masked_lm_head.trainable_variables)
         self.regularization_losses = []
 
@@ -150,21 +125,21 @@ class AlbertHubEncoder(AutoTrackable):
     def __init__(self, model: Union[AlbertPretrainer, AlbertEncoder], spm_model_file: Optional[str] = None,
                  albert_config_file: Optional[str] = None, do_lower_case: bool = True):
         if isinstance(model, AlbertPretrainer):
-            parts = _Untracked(encoder=model.encoder, masked_lm_head=model.masked_lm_head)
+            parts = Untracked(encoder=model.encoder, masked_lm_head=model.masked_lm_head)
         elif isinstance(model, AlbertEncoder):
-            parts = _Untracked(encoder=model, masked_lm_head=None)
+            parts = Untracked(encoder=model, masked_lm_head=None)
         else:
             raise TypeError(f"AlbertHubEncoder takes an AlbertPretrainer or an AlbertEncoder, got "
                             f"{type(model).__name__}.")
         self._parts = parts
-        self.variables = _tf_variables(parts.encoder.variables)
-        self.trainable_variables = _tf_variables(parts.encoder.trainable_variables)
+        self.variables = tf_variables(parts.encoder.variables)
+        self.trainable_variables = tf_variables(parts.encoder.trainable_variables)
         self.regularization_losses = []
         names = encoder_variable_map(parts.encoder)
         if parts.masked_lm_head is not None:
             self.mlm = _MaskedLMEncoder(parts)
             names.update(_masked_lm_variable_map(parts.masked_lm_head))
-        setattr(self, VARIABLES_BY_TF1_NAME, dict(zip(names, _tf_variables(names.values()))))
+        setattr(self, VARIABLES_BY_TF1_NAME, dict(zip(names, tf_variables(names.values()))))
         self.do_lower_case = tf.Variable(do_lower_case, trainable=False, name="do_lower_case")
         if spm_model_file is not None:
             self.sp_model_file = tf.saved_model.Asset(spm_model_file)
@@ -229,7 +204,7 @@ def export_encoder(model: Union[AlbertPretrainer, AlbertEncoder], export_dir: st
     encoder = model.encoder if isinstance(model, AlbertPretrainer) else model
     if not isinstance(model, AlbertPretrainer):
         logger.warning("Exporting an AlbertEncoder without the masked-LM head: the SavedModel has no `.mlm`.")
-    _check_file(spm_model_file, "spm_model_file")
+    check_file(spm_model_file, "spm_model_file")
     with tempfile.TemporaryDirectory() as staging:
         # Assets keep their file names, so they are staged under the names hub_module reads.
         config_path = os.path.join(staging, ALBERT_CONFIG_ASSET)
@@ -241,37 +216,6 @@ def export_encoder(model: Union[AlbertPretrainer, AlbertEncoder], export_dir: st
         tf.saved_model.save(hub_encoder, export_dir, signatures=signatures)
     logger.info("Exported the encoder (%d variables) to %s", len(hub_encoder.variables), export_dir)
     return export_dir
-
-
-def export_preprocessor(spm_model_file: str, export_dir: str, do_lower_case: bool = True,
-                        seq_length: int = DEFAULT_SEQ_LENGTH) -> str:
-    """Writes the AlbertPreprocessor SavedModel to `export_dir` and returns it.
-
-    Loading it needs `import tensorflow_text` (its SentencePiece and normalisation ops).
-
-    Example:
-    >>> export_preprocessor("30k-clean.model", "/tmp/albert_hub/preprocessor")  # doctest: +SKIP
-    '/tmp/albert_hub/preprocessor'
-    """
-    _check_file(spm_model_file, "spm_model_file")
-    with tempfile.TemporaryDirectory() as staging:
-        spm_path = os.path.join(staging, SPM_MODEL_ASSET)
-        shutil.copyfile(spm_model_file, spm_path)
-        preprocessor = AlbertPreprocessor(spm_path, do_lower_case=do_lower_case, seq_length=seq_length)
-        trace_preprocessor(preprocessor)
-        tf.saved_model.save(preprocessor, export_dir, signatures={"serving_default": preprocessor.__call__})
-    logger.info("Exported the preprocessor (seq_length %d) to %s", seq_length, export_dir)
-    return export_dir
-
-
-def trace_preprocessor(preprocessor: AlbertPreprocessor) -> None:
-    """Traces `bert_pack_inputs` for 1 and 2 segments, with the default and with a given seq_length."""
-    segment_spec = tf.RaggedTensorSpec([None, None], tf.int32, ragged_rank=1, row_splits_dtype=tf.int64)
-    for num_segments in (1, 2):
-        segments = [segment_spec] * num_segments
-        preprocessor.bert_pack_inputs.__call__.get_concrete_function(segments)
-        preprocessor.bert_pack_inputs.__call__.get_concrete_function(
-            segments, seq_length=tf.TensorSpec([], tf.int32, name="seq_length"))
 
 
 def export_hub_modules(export_path: str, config: AlbertConfig, spm_model_file: str,
@@ -297,7 +241,7 @@ def export_hub_modules(export_path: str, config: AlbertConfig, spm_model_file: s
         if tf.io.gfile.exists(directory) and tf.io.gfile.listdir(directory) and not overwrite:
             raise FileExistsError(f"{directory} already holds an export; remove it or pass overwrite "
                                   "(--overwrite) to replace it.")
-    _check_file(spm_model_file, "spm_model_file")
+    check_file(spm_model_file, "spm_model_file")
     if seq_length > config.max_position_embeddings:
         raise ValueError(f"seq_length={seq_length} exceeds the model's max_position_embeddings="
                          f"{config.max_position_embeddings}; the preprocessor would make inputs the encoder rejects.")
@@ -323,73 +267,3 @@ def export_hub_modules(export_path: str, config: AlbertConfig, spm_model_file: s
     logger.info("Exporting the preprocessor to %s", preprocessor_dir)
     export_preprocessor(spm_model_file, preprocessor_dir, do_lower_case=do_lower_case, seq_length=seq_length)
     return encoder_dir, preprocessor_dir
-
-
-TEXT_INPUT_NAMES = ("text_a", "text_b")
-
-
-class _RawTextClassifier(AutoTrackable):
-    """A fine-tuned AlbertClassifier behind its preprocessor: strings in, probabilities out."""
-
-    def __init__(self, classifier: AlbertClassifier, preprocessor: AlbertPreprocessor, num_text_inputs: int):
-        self._parts = _Untracked(classifier=classifier)
-        self.preprocessor = preprocessor
-        self.variables = _tf_variables(classifier.variables)
-        self.trainable_variables = _tf_variables(classifier.trainable_variables)
-        self.regularization_losses = []
-        specs = [tf.TensorSpec([None], tf.string, name=name) for name in TEXT_INPUT_NAMES[:num_text_inputs]]
-        function = self._classify_one if num_text_inputs == 1 else self._classify_pair
-        # The loaded object is called like a function; `loaded(text_a[, text_b])`.
-        self.__call__ = tf.function(function, input_signature=specs, autograph=False)
-
-    def _classify(self, texts):
-        segments = [self.preprocessor.tokenize(text) for text in texts]
-        classifier = self._parts.classifier
-        logits = classifier(self.preprocessor.bert_pack_inputs(segments), training=False)
-        if classifier.num_labels == 1:
-            return {"predictions": tf.cast(logits[:, 0], tf.float32)}
-        return {"probabilities": tf.nn.softmax(tf.cast(logits, tf.float32), axis=-1)}
-
-    def _classify_one(self, text_a):
-        return self._classify([text_a])
-
-    def _classify_pair(self, text_a, text_b):
-        return self._classify([text_a, text_b])
-
-
-def export_classifier_with_preprocessor(classifier: AlbertClassifier, export_dir: str,
-                                        preprocessor: Union[AlbertPreprocessor, str], do_lower_case: bool = True,
-                                        seq_length: int = DEFAULT_SEQ_LENGTH, num_text_inputs: int = 1) -> str:
-    """Writes one SavedModel that classifies raw strings: the preprocessor, then the fine-tuned classifier.
-
-    `preprocessor` is an AlbertPreprocessor or the path of the SentencePiece model to build one from
-    (with `do_lower_case` and `seq_length`). `num_text_inputs` is 1 (`text_a`) or 2 (`text_a`, `text_b`,
-    packed as `[CLS] a [SEP] b [SEP]`). The SavedModel's `serving_default` signature and the loaded
-    object itself take those string tensors and return `probabilities` [B, num_labels] (softmax of the
-    logits), or `predictions` [B] for a regression model (num_labels=1). Loading it needs
-    `import tensorflow_text`.
-
-    Example:
-    >>> export_classifier_with_preprocessor(classifier, "/tmp/sst2_model", "30k-clean.model")  # doctest: +SKIP
-    >>> loaded = tf.saved_model.load("/tmp/sst2_model")  # doctest: +SKIP
-    >>> loaded(tf.constant(["a gripping film"]))["probabilities"].shape  # doctest: +SKIP
-    TensorShape([1, 2])
-    """
-    if not isinstance(classifier, AlbertClassifier):
-        raise TypeError(f"export_classifier_with_preprocessor takes an AlbertClassifier, got "
-                        f"{type(classifier).__name__}.")
-    if num_text_inputs not in (1, 2):
-        raise ValueError(f"num_text_inputs must be 1 or 2, got {num_text_inputs!r}.")
-    if not isinstance(preprocessor, AlbertPreprocessor):
-        _check_file(preprocessor, "preprocessor (SentencePiece model)")
-        preprocessor = AlbertPreprocessor(preprocessor, do_lower_case=do_lower_case, seq_length=seq_length)
-    model = _RawTextClassifier(classifier, preprocessor, num_text_inputs)
-    tf.saved_model.save(model, export_dir, signatures={"serving_default": model.__call__.get_concrete_function()})
-    logger.info("Exported the classifier with its preprocessor (%d text input(s)) to %s", num_text_inputs,
-                export_dir)
-    return export_dir
-
-
-def _check_file(path, flag):
-    if not path or not tf.io.gfile.exists(path):
-        raise FileNotFoundError(f"{flag}={path!r} does not exist.")

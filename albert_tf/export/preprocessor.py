@@ -1,5 +1,7 @@
 """AlbertPreprocessor: raw strings -> encoder inputs, in the TensorFlow graph (the TF-Hub preprocessor API).
 
+`export_preprocessor` writes it as a SavedModel.
+
 The text rules are those of `albert_tf.tokenization` (the original's `preprocess_text` and `encode_pieces`),
 rebuilt from TensorFlow and tensorflow-text ops so that an exported SavedModel tokenizes without Python:
 
@@ -26,14 +28,22 @@ case-ignorable characters that Unicode 14 added, so a Σ next to one of them may
 """
 
 import functools
+import logging
+import os
+import shutil
 import sys
+import tempfile
 import unicodedata
 from typing import Dict, List, NamedTuple, Sequence
 
 import tensorflow as tf
 import tensorflow_text as tf_text
 
+from albert_tf.checkpoints.hub_module import SPM_MODEL_ASSET
+from albert_tf.export.saved_objects import check_file
 from albert_tf.tokenization import SPIECE_UNDERLINE, AlbertTokenizer
+
+logger = logging.getLogger(__name__)
 
 DEFAULT_SEQ_LENGTH = 128
 # The original pads input_ids, input_mask and segment_ids with 0 whatever the <pad> piece is.
@@ -286,3 +296,34 @@ class AlbertPreprocessor(tf.Module):
     @classmethod
     def from_config(cls, config):
         return cls(**config)
+
+
+def export_preprocessor(spm_model_file: str, export_dir: str, do_lower_case: bool = True,
+                        seq_length: int = DEFAULT_SEQ_LENGTH) -> str:
+    """Writes the AlbertPreprocessor SavedModel to `export_dir` and returns it.
+
+    Loading it needs `import tensorflow_text` (its SentencePiece and normalisation ops).
+
+    Example:
+    >>> export_preprocessor("30k-clean.model", "/tmp/albert_hub/preprocessor")  # doctest: +SKIP
+    '/tmp/albert_hub/preprocessor'
+    """
+    check_file(spm_model_file, "spm_model_file")
+    with tempfile.TemporaryDirectory() as staging:
+        spm_path = os.path.join(staging, SPM_MODEL_ASSET)
+        shutil.copyfile(spm_model_file, spm_path)
+        preprocessor = AlbertPreprocessor(spm_path, do_lower_case=do_lower_case, seq_length=seq_length)
+        trace_preprocessor(preprocessor)
+        tf.saved_model.save(preprocessor, export_dir, signatures={"serving_default": preprocessor.__call__})
+    logger.info("Exported the preprocessor (seq_length %d) to %s", seq_length, export_dir)
+    return export_dir
+
+
+def trace_preprocessor(preprocessor: AlbertPreprocessor) -> None:
+    """Traces `bert_pack_inputs` for 1 and 2 segments, with the default and with a given seq_length."""
+    segment_spec = tf.RaggedTensorSpec([None, None], tf.int32, ragged_rank=1, row_splits_dtype=tf.int64)
+    for num_segments in (1, 2):
+        segments = [segment_spec] * num_segments
+        preprocessor.bert_pack_inputs.__call__.get_concrete_function(segments)
+        preprocessor.bert_pack_inputs.__call__.get_concrete_function(
+            segments, seq_length=tf.TensorSpec([], tf.int32, name="seq_length"))
