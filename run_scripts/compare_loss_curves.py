@@ -13,7 +13,7 @@ import json
 from absl import app, flags
 
 from albert_tf import benchmarking
-from albert_tf.training.training_loop import read_scalars
+from albert_tf.training.summaries import read_scalars
 
 FLAGS = flags.FLAGS
 flags.DEFINE_multi_string("run", [], "NAME=SUMMARY_DIR of a run; the first is the reference. At least two.")

@@ -13,7 +13,7 @@ from albert_tf.tasks import finetuning
 from albert_tf.tasks.finetuning import FinetuningOptions
 from albert_tf.tokenization import AlbertTokenizer
 from albert_tf.training.optimization import OPTIMIZER_NAMES
-from albert_tf.training.training_loop import TrainingPreempted
+from albert_tf.training.checkpointing import TrainingPreempted
 from run_scripts.original_flags import define_original_flags
 from run_scripts.training_flags import define_compute_flags, define_distribution_flags, recompute_blocks_from_flags
 

@@ -11,7 +11,7 @@ from absl import app, flags, logging
 from albert_tf.config import load_config
 from albert_tf.tasks.pretraining import Pretraining, PretrainingOptions
 from albert_tf.training import host_allocator
-from albert_tf.training.training_loop import NonFiniteLossError, TrainingPreempted
+from albert_tf.training.checkpointing import NonFiniteLossError, TrainingPreempted
 from data_gen.pretraining_input import pretraining_dataset_fn
 from run_scripts.original_flags import define_original_flags
 from run_scripts.training_flags import (define_compute_flags, define_distribution_flags,

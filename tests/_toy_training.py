@@ -20,7 +20,10 @@ import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
 from absl import logging  # noqa: E402
 
-from albert_tf.training import distribution, optimization, training_loop  # noqa: E402
+from albert_tf.training import distribution, optimization  # noqa: E402
+from albert_tf.training.checkpointing import TrainingPreempted  # noqa: E402
+from albert_tf.training.settings import enable_determinism  # noqa: E402
+from albert_tf.training.trainer import Trainer  # noqa: E402
 
 NUM_EXAMPLES = 96
 NUM_FEATURES = 6
@@ -94,7 +97,7 @@ def build(strategy, model_dir, optimizer_name="lamb", learning_rate=0.05, num_tr
         model = make_model(dropout_rate)
         optimizer = optimization.create_optimizer(optimizer_name, init_lr=learning_rate,
                                                   num_train_steps=num_train_steps, num_warmup_steps=2)
-    return training_loop.Trainer(strategy, model, optimizer, loss_fn, model_dir=model_dir, **trainer_kwargs)
+    return Trainer(strategy, model, optimizer, loss_fn, model_dir=model_dir, **trainer_kwargs)
 
 
 def main():
@@ -117,7 +120,7 @@ def main():
         cpu = tf.config.list_physical_devices("CPU")[0]
         tf.config.set_logical_device_configuration(cpu, [tf.config.LogicalDeviceConfiguration()] * args.logical_cpus)
     if args.deterministic:
-        training_loop.enable_determinism(1234)
+        enable_determinism(1234)
     strategy = distribution.get_strategy(args.strategy)
     trainer = build(strategy, args.model_dir, num_train_steps=args.num_train_steps, dropout_rate=args.dropout_rate,
                     steps_per_loop=args.steps_per_loop, save_checkpoints_steps=args.save_checkpoints_steps,
@@ -133,7 +136,7 @@ def train_and_report(trainer, num_train_steps, global_batch_size, eval_examples=
     result = {"replicas": trainer.strategy.num_replicas_in_sync}
     try:
         result.update(trainer.train(train_dataset_fn, num_train_steps, global_batch_size))
-    except training_loop.TrainingPreempted as preempted:
+    except TrainingPreempted as preempted:
         result.update(preempted=preempted.step)
     if eval_examples:
         eval_dataset_fn = make_eval_dataset_fn(eval_examples)

@@ -215,7 +215,7 @@ def create_optimizer(name, init_lr, num_train_steps, num_warmup_steps, start_war
     """The optimizer the original `create_optimizer` builds: "lamb" or "adamw" on the warmup + decay schedule.
 
     Create it under the training strategy's scope. Gradient clipping to global norm 1.0 is the training
-    loop's job (albert_tf.training.training_loop), as the original clipped before `apply_gradients`.
+    loop's job (albert_tf.training.train_step), as the original clipped before `apply_gradients`.
 
     Example:
     >>> optimizer = create_optimizer("lamb", init_lr=0.00176, num_train_steps=125000, num_warmup_steps=3125)

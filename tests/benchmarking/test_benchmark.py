@@ -10,7 +10,7 @@ import tensorflow as tf
 from albert_tf import AlbertConfig, AlbertPretrainer
 from albert_tf import benchmarking
 from albert_tf.models.param_count import model_parameters
-from albert_tf.training.training_loop import write_scalars
+from albert_tf.training.summaries import write_scalars
 from tests.helpers import REPO_ROOT
 
 TINY = dict(vocab_size=300, embedding_size=16, hidden_size=32, num_hidden_layers=2, num_attention_heads=2,

@@ -12,7 +12,10 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from albert_tf.training import bfloat16_support, optimization, training_loop
+from albert_tf.training import bfloat16_support, optimization, train_step
+from albert_tf.training.checkpointing import NonFiniteLossError
+from albert_tf.training.settings import set_mixed_precision
+from albert_tf.training.trainer import Trainer
 from tests import _toy_training as toy
 from tests.helpers import TOY_SCRIPT
 
@@ -54,7 +57,7 @@ def test_loss_falls_logs_summaries_and_checkpoints(tmp_path):
     strategy = _one_device()
     with strategy.scope():
         fresh_model = toy.make_model()
-    evaluator = training_loop.Trainer(strategy, fresh_model, None, None, model_dir=str(tmp_path / "model"))
+    evaluator = Trainer(strategy, fresh_model, None, None, model_dir=str(tmp_path / "model"))
     assert evaluator.restore().endswith("ckpt-40")
     restored = evaluator.evaluate(toy.make_eval_dataset_fn(toy.NUM_EXAMPLES), toy.metrics_fn, global_batch_size=16)
     assert restored == pytest.approx(last, rel=1e-6)
@@ -112,7 +115,7 @@ def test_the_free_heap_is_released_during_the_compiling_first_call_only(tmp_path
         yield
         events.append(("exit", trainer.step))
 
-    monkeypatch.setattr(training_loop, "releasing_free_heap", recording_release)
+    monkeypatch.setattr(train_step, "releasing_free_heap", recording_release)
     trainer = _seeded_trainer(tmp_path, num_train_steps=6, steps_per_loop=2)
     trainer.train(toy.train_dataset_fn, num_train_steps=6, global_batch_size=8)
 
@@ -131,7 +134,7 @@ def test_gradients_are_clipped_to_global_norm_one(tmp_path):
         loss, metrics = toy.loss_fn(model, batch)
         return loss * 1e6, metrics
 
-    trainer = training_loop.Trainer(strategy, model, optimizer, huge_loss_fn, model_dir=str(tmp_path))
+    trainer = Trainer(strategy, model, optimizer, huge_loss_fn, model_dir=str(tmp_path))
     before = [v.numpy() for v in model.trainable_variables]
     batch = toy.examples(8)
     with tf.GradientTape() as tape:
@@ -155,14 +158,14 @@ def test_nan_loss_stops_naming_the_step_and_keeps_the_last_checkpoint(tmp_path):
         return toy.train_dataset_fn(input_context, batch_size, skip_batches).enumerate().map(poison)
 
     trainer = _seeded_trainer(tmp_path, num_train_steps=8, steps_per_loop=4, save_checkpoints_steps=2)
-    with pytest.raises(training_loop.NonFiniteLossError, match=r"loss is nan at step 3;.*ckpt-2") as error:
+    with pytest.raises(NonFiniteLossError, match=r"loss is nan at step 3;.*ckpt-2") as error:
         trainer.train(poisoned_dataset_fn, num_train_steps=8, global_batch_size=8)
     assert error.value.step == 3
     assert tf.train.latest_checkpoint(str(tmp_path)).endswith("ckpt-2")
 
 
 def test_bfloat16_with_jit_compile_trains(tmp_path):
-    training_loop.set_mixed_precision("mixed_bfloat16")
+    set_mixed_precision("mixed_bfloat16")
     trainer = _seeded_trainer(tmp_path, optimizer_name="adamw", learning_rate=0.02, num_train_steps=30,
                               jit_compile=True, steps_per_loop=10, gradient_accumulation_steps=2)
     first = trainer.evaluate(toy.make_eval_dataset_fn(toy.NUM_EXAMPLES), toy.metrics_fn, global_batch_size=16)
@@ -182,7 +185,7 @@ def test_xla_that_leaves_the_cpus_bfloat16_units_idle_is_named(tmp_path, monkeyp
                                                                  jit_compile, policy, warned):
     monkeypatch.setattr(bfloat16_support, "cpu_bfloat16_units", lambda: units)
     monkeypatch.setattr(bfloat16_support, "xla_bfloat16_dot_dtype", lambda device=None: xla_dtype)
-    training_loop.set_mixed_precision(policy)
+    set_mixed_precision(policy)
     with caplog.at_level(logging.WARNING):
         _seeded_trainer(tmp_path, jit_compile=jit_compile)
     assert ("leaves them idle" in caplog.text) == warned
@@ -219,7 +222,7 @@ def test_the_xla_compiled_update_gives_the_per_op_update_weights(tmp_path, monke
 
 @pytest.mark.parametrize("jit_compile", [False, True])
 def test_float16_scales_the_loss_and_skips_overflowing_steps(tmp_path, jit_compile):
-    training_loop.set_mixed_precision("mixed_float16")
+    set_mixed_precision("mixed_float16")
     strategy = _one_device()
     keras.utils.set_random_seed(0)
     with strategy.scope():
@@ -228,8 +231,8 @@ def test_float16_scales_the_loss_and_skips_overflowing_steps(tmp_path, jit_compi
         optimizer = keras.optimizers.LossScaleOptimizer(
             optimization.create_optimizer("lamb", init_lr=0.05, num_train_steps=40, num_warmup_steps=0),
             initial_scale=2.0 ** 24, dynamic_growth_steps=5)
-    trainer = training_loop.Trainer(strategy, model, optimizer, toy.loss_fn, model_dir=str(tmp_path),
-                                    jit_compile=jit_compile)
+    trainer = Trainer(strategy, model, optimizer, toy.loss_fn, model_dir=str(tmp_path),
+                      jit_compile=jit_compile)
     before = [v.numpy() for v in model.trainable_variables]
     trainer.train(toy.train_dataset_fn, num_train_steps=1, global_batch_size=16)
     assert float(optimizer.dynamic_scale.numpy()) == 2.0 ** 23
@@ -245,7 +248,7 @@ def test_float16_scales_the_loss_and_skips_overflowing_steps(tmp_path, jit_compi
 
 
 def test_a_float16_model_gets_a_loss_scale_optimizer(tmp_path):
-    training_loop.set_mixed_precision("mixed_float16")
+    set_mixed_precision("mixed_float16")
     trainer = _seeded_trainer(tmp_path)
     assert isinstance(trainer.optimizer, keras.optimizers.LossScaleOptimizer)
     assert isinstance(trainer.optimizer.inner_optimizer, optimization.LAMBOptimizer)
@@ -292,7 +295,7 @@ def test_bad_arguments_are_named(tmp_path):
         unbuilt = keras.Sequential([keras.layers.Dense(2)])
         optimizer = optimization.create_optimizer("adamw", init_lr=1e-3, num_train_steps=10, num_warmup_steps=0)
     with pytest.raises(ValueError, match="needs a built model"):
-        training_loop.Trainer(strategy, unbuilt, optimizer, toy.loss_fn, model_dir=str(tmp_path))
+        Trainer(strategy, unbuilt, optimizer, toy.loss_fn, model_dir=str(tmp_path))
     with pytest.raises(ValueError, match="steps_per_loop must be a positive integer, got 0"):
         toy.build(strategy, str(tmp_path), steps_per_loop=0)
     with pytest.raises(ValueError, match=r"keep_checkpoint_max must be a non-negative integer \(0 keeps every "
@@ -301,15 +304,15 @@ def test_bad_arguments_are_named(tmp_path):
 
     trainer = toy.build(strategy, str(tmp_path))
     with pytest.raises(ValueError, match="global batch size 10 must be divisible by 1 replica.*x 4 gradient"):
-        training_loop.Trainer(strategy, trainer.model, trainer.optimizer, toy.loss_fn, model_dir=str(tmp_path),
-                              gradient_accumulation_steps=4).train(toy.train_dataset_fn, 2, global_batch_size=10)
+        Trainer(strategy, trainer.model, trainer.optimizer, toy.loss_fn, model_dir=str(tmp_path),
+                gradient_accumulation_steps=4).train(toy.train_dataset_fn, 2, global_batch_size=10)
 
     def float16_loss_fn(model, batch):
         loss, metrics = toy.loss_fn(model, batch)
         return tf.cast(loss, tf.float16), metrics
 
     with pytest.raises(ValueError, match="float32 scalar loss"):
-        training_loop.Trainer(strategy, trainer.model, trainer.optimizer, float16_loss_fn,
-                              model_dir=str(tmp_path)).train(toy.train_dataset_fn, 2, global_batch_size=8)
+        Trainer(strategy, trainer.model, trainer.optimizer, float16_loss_fn,
+                model_dir=str(tmp_path)).train(toy.train_dataset_fn, 2, global_batch_size=8)
     with pytest.raises(ValueError, match="Unknown mixed precision policy 'float16'; allowed: float32, "):
-        training_loop.set_mixed_precision("float16")
+        set_mixed_precision("float16")
