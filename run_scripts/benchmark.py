@@ -6,9 +6,9 @@
 
 Workloads: pretrain_step (the real pretraining step, LAMB included), finetune_step (classifier, AdamW),
 encode (forward only), input_pipeline (pretraining reader batches/s over shards written first) and
-create_pretraining_data (instances/s per worker). Prints a Markdown table (see albert_tf/benchmarking.py for
-the FLOP formula and how the peak is measured) and writes the records to --output_json. Runs on the GPU
-when TensorFlow sees one.
+create_pretraining_data (instances/s per worker). Prints a Markdown table (see albert_tf/benchmarking/flops.py
+for the FLOP formula, albert_tf/benchmarking/workloads.py for how the peak is measured) and writes the records
+to --output_json. Runs on the GPU when TensorFlow sees one.
 """
 
 import json
@@ -17,13 +17,16 @@ import tempfile
 
 from absl import app, flags, logging
 
-from albert_tf import benchmarking
+from albert_tf.benchmarking.flops import MODEL_WORKLOADS
+from albert_tf.benchmarking.reports import comparison_table, markdown_table
+from albert_tf.benchmarking.workloads import (BenchmarkSettings, compare_presets, data_record, measure_dataset,
+                                              run_in_subprocess, run_model_workload, summarize)
 from albert_tf.config import load_config
 from albert_tf.training import host_allocator
 from run_scripts.training_flags import define_compute_flags, recompute_blocks_from_flags
 
 DATA_WORKLOADS = ("input_pipeline", "create_pretraining_data")
-WORKLOADS = benchmarking.MODEL_WORKLOADS + DATA_WORKLOADS
+WORKLOADS = MODEL_WORKLOADS + DATA_WORKLOADS
 
 FLAGS = flags.FLAGS
 flags.DEFINE_list("workloads", list(WORKLOADS), f"Workloads to run, from {', '.join(WORKLOADS)}; may be empty.")
@@ -61,7 +64,7 @@ def _model_settings():
     else:
         config = load_config(preset=FLAGS.preset)
         model_name = FLAGS.preset
-    return benchmarking.BenchmarkSettings(
+    return BenchmarkSettings(
         config=config.to_dict(), model_name=model_name, batch_size=FLAGS.batch_size, seq_length=FLAGS.seq_length,
         max_predictions_per_seq=FLAGS.max_predictions_per_seq, mixed_precision=FLAGS.mixed_precision,
         jit_compile=FLAGS.jit_compile, steps=FLAGS.steps, warmup_steps=FLAGS.warmup_steps, repeats=FLAGS.repeats,
@@ -86,8 +89,8 @@ def _data_records(settings, work_dir):
             corpus, os.path.join(work_dir, f"shards_{repeat}"), spm_model_file, num_workers=FLAGS.num_workers,
             num_output_shards=FLAGS.num_output_shards, dupe_factor=FLAGS.dupe_factor, **lengths))
     if "create_pretraining_data" in FLAGS.workloads:
-        rates = benchmarking.summarize([run["instances_per_second"] for run in runs])
-        records.append(benchmarking.data_record(
+        rates = summarize([run["instances_per_second"] for run in runs])
+        records.append(data_record(
             "create_pretraining_data", "synthetic corpus", 1, settings.seq_length,
             {f"seq_per_s_{key}": value for key, value in rates.items()},
             num_workers=FLAGS.num_workers, instances_per_s_per_worker=rates["median"] / FLAGS.num_workers,
@@ -97,10 +100,9 @@ def _data_records(settings, work_dir):
         shards = cpd.output_shard_paths(os.path.join(work_dir, "shards_0", "measure.tfrecord"),
                                         FLAGS.num_output_shards)
         dataset = make_pretraining_dataset(shards, batch_size=settings.batch_size, is_training=True, **lengths)
-        rates = benchmarking.measure_dataset(dataset, settings.batch_size, FLAGS.input_batches,
-                                             repeats=settings.repeats)
-        records.append(benchmarking.data_record("input_pipeline", "pretraining records", settings.batch_size,
-                                                settings.seq_length, rates))
+        rates = measure_dataset(dataset, settings.batch_size, FLAGS.input_batches, repeats=settings.repeats)
+        records.append(data_record("input_pipeline", "pretraining records", settings.batch_size,
+                                   settings.seq_length, rates))
     return records
 
 
@@ -115,9 +117,9 @@ def main(argv):
         host_allocator.prefer_caching_allocator()
     host_allocator.prefer_lean_xla_compilation()
     settings = _model_settings()
-    run_workload = benchmarking.run_in_subprocess if FLAGS.isolate_workloads else benchmarking.run_model_workload
+    run_workload = run_in_subprocess if FLAGS.isolate_workloads else run_model_workload
     records = []
-    for workload in [name for name in FLAGS.workloads if name in benchmarking.MODEL_WORKLOADS]:
+    for workload in [name for name in FLAGS.workloads if name in MODEL_WORKLOADS]:
         logging.info("Running %s on %s (batch %d x %d, %s, XLA %s)", workload, settings.model_name,
                      settings.batch_size, settings.seq_length, settings.mixed_precision, settings.jit_compile)
         records.append(run_workload(workload, settings))
@@ -134,11 +136,11 @@ def main(argv):
     comparison = []
     if FLAGS.compare_presets:
         training_presets = [name for name in FLAGS.compare_training_presets if name in FLAGS.compare_presets]
-        comparison = benchmarking.compare_presets(FLAGS.compare_presets, training_presets, settings, run_workload)
+        comparison = compare_presets(FLAGS.compare_presets, training_presets, settings, run_workload)
     if records:
-        print(benchmarking.markdown_table(records))
+        print(markdown_table(records))
     if comparison:
-        print(benchmarking.comparison_table(comparison))
+        print(comparison_table(comparison))
     if FLAGS.output_json:
         with open(FLAGS.output_json, "w", encoding="utf-8") as handle:
             json.dump(records + comparison, handle, indent=1)

@@ -12,7 +12,7 @@ import json
 
 from absl import app, flags
 
-from albert_tf import benchmarking
+from albert_tf.benchmarking.reports import compare_curves, curves_table
 from albert_tf.training.summaries import read_scalars
 
 FLAGS = flags.FLAGS
@@ -41,8 +41,8 @@ def main(argv):
     runs = _parse_runs(FLAGS.run)
     curves = {name: read_scalars(summary_dir, FLAGS.scalar) for name, summary_dir in runs.items()}
     reference = next(iter(runs))
-    differences = benchmarking.compare_curves(curves, reference)
-    print(benchmarking.curves_table(curves, FLAGS.every))
+    differences = compare_curves(curves, reference)
+    print(curves_table(curves, FLAGS.every))
     print()
     print(f"| run | mean abs. difference from {reference} | max | at the last common step | common steps |")
     print("|---|---|---|---|---|")

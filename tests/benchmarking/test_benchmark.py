@@ -8,7 +8,10 @@ import pytest
 import tensorflow as tf
 
 from albert_tf import AlbertConfig, AlbertPretrainer
-from albert_tf import benchmarking
+from albert_tf.benchmarking.flops import encoder_forward_flops, workload_flops
+from albert_tf.benchmarking.probes import (checkpoint_bytes, parameter_bytes, peak_rss_bytes, reset_rss_high_water_mark,
+                                           rss_high_water_mark_bytes)
+from albert_tf.benchmarking.workloads import MEASURED_FIELDS, RECORD_FIELDS, BenchmarkSettings, compare_presets
 from albert_tf.models.param_count import model_parameters
 from albert_tf.training.summaries import write_scalars
 from tests.helpers import REPO_ROOT
@@ -33,7 +36,7 @@ def test_harness_runs_a_model_and_a_data_workload_and_writes_records(tmp_path):
     records = json.loads(output_json.read_text())
     assert [record["workload"] for record in records] == ["pretrain_step", "input_pipeline"]
     for record in records:
-        assert set(benchmarking.RECORD_FIELDS) <= set(record)
+        assert set(RECORD_FIELDS) <= set(record)
         assert record["batch_size"] == 4 and record["seq_length"] == 32
         assert 0 < record["seq_per_s_min"] <= record["seq_per_s_median"] <= record["seq_per_s_max"]
         assert record["peak_rss_mb"] > 100
@@ -41,7 +44,7 @@ def test_harness_runs_a_model_and_a_data_workload_and_writes_records(tmp_path):
     step = records[0]
     assert step["preset"] == "tiny_config.json" and step["mixed_precision"] == "float32"
     assert step["jit_compile"] is False
-    expected_flops = benchmarking.workload_flops("pretrain_step", AlbertConfig(**TINY), 4, 32, 4)
+    expected_flops = workload_flops("pretrain_step", AlbertConfig(**TINY), 4, 32, 4)
     assert step["gflop_per_step"] == pytest.approx(expected_flops / 1e9)
     assert step["gflop_per_s"] == pytest.approx(step["seq_per_s_median"] / 4 * expected_flops / 1e9)
     assert step["peak_fraction"] == pytest.approx(step["gflop_per_s"] / step["peak_gflop_per_s"])
@@ -57,50 +60,49 @@ def test_harness_runs_a_model_and_a_data_workload_and_writes_records(tmp_path):
 
 def test_peak_rss_keeps_the_peak_from_before_a_high_water_mark_reset():
     transient = np.ones(300 * 2**20 // 8)  # 300 MiB, touched
-    peak_with_transient = benchmarking.rss_high_water_mark_bytes()
+    peak_with_transient = rss_high_water_mark_bytes()
     del transient
-    if not benchmarking.reset_rss_high_water_mark():
+    if not reset_rss_high_water_mark():
         pytest.skip("/proc/self/clear_refs is not writable here")
-    assert benchmarking.rss_high_water_mark_bytes() < peak_with_transient - 200 * 2**20
+    assert rss_high_water_mark_bytes() < peak_with_transient - 200 * 2**20
     # The kernel's page counts lag by a few pages per thread, so the two readings of one peak can differ slightly.
-    assert benchmarking.peak_rss_bytes() > peak_with_transient - 4 * 2**20
+    assert peak_rss_bytes() > peak_with_transient - 4 * 2**20
 
 
 def test_albert_base_checkpoint_stores_each_shared_weight_once():
     model = AlbertPretrainer(AlbertConfig.from_preset("albert-base"))
-    size = benchmarking.checkpoint_bytes(model)
+    size = checkpoint_bytes(model)
     # 11.7M encoder parameters + the heads, float32: about 47 MB. Twelve copies of the shared block
     # (7.1M parameters each) would add 340 MB.
     assert 46e6 < size < 48.5e6
     assert size == pytest.approx(4 * model_parameters(model), rel=0.01)
-    assert benchmarking.parameter_bytes(model) == 4 * model_parameters(model)
+    assert parameter_bytes(model) == 4 * model_parameters(model)
 
 
 def test_flop_formula_counts_every_matmul_once_per_depth():
     config = AlbertConfig(**TINY)
     # S=8: projection 2*8*16*32; per block 4*2*8*32*32 + 2*2*8*8*32 + 2*2*8*32*64, twice; pooler 2*32*32.
-    assert benchmarking.encoder_forward_flops(config, 8) == 8192 + 2 * (65536 + 8192 + 65536) + 2048
+    assert encoder_forward_flops(config, 8) == 8192 + 2 * (65536 + 8192 + 65536) + 2048
     shared_twice = AlbertConfig(**dict(TINY, num_hidden_layers=4, share_type="all"))
     unshared = AlbertConfig(**dict(TINY, num_hidden_layers=4, share_type="none"))
-    assert benchmarking.encoder_forward_flops(shared_twice, 8) == benchmarking.encoder_forward_flops(unshared, 8)
+    assert encoder_forward_flops(shared_twice, 8) == encoder_forward_flops(unshared, 8)
     forward_heads = 2 * 3 * (32 * 16 + 16 * 300) + 2 * 32 * 2
-    assert benchmarking.workload_flops("pretrain_step", config, 5, 8, 3) == 3 * 5 * (288768 + forward_heads)
-    assert benchmarking.workload_flops("encode", config, 5, 8) == 5 * 288768
+    assert workload_flops("pretrain_step", config, 5, 8, 3) == 3 * 5 * (288768 + forward_heads)
+    assert workload_flops("encode", config, 5, 8) == 5 * 288768
     # The figure for ALBERT-base: about 22 GFLOP per sequence of 128.
-    assert benchmarking.encoder_forward_flops(AlbertConfig.from_preset("albert-base"), 128) == pytest.approx(
-        22.4e9, rel=0.01)
+    assert encoder_forward_flops(AlbertConfig.from_preset("albert-base"), 128) == pytest.approx(22.4e9, rel=0.01)
 
 
 def test_preset_comparison_runs_training_presets_at_the_same_batch():
-    settings = benchmarking.BenchmarkSettings(config=AlbertConfig(**TINY).to_dict(), model_name="tiny",
-                                              batch_size=4, seq_length=32, steps=5, repeats=3)
+    settings = BenchmarkSettings(config=AlbertConfig(**TINY).to_dict(), model_name="tiny", batch_size=4,
+                                 seq_length=32, steps=5, repeats=3)
     runs = []
 
     def fake_run(workload, run_settings):
         runs.append((workload, run_settings))
-        return {field: 1.0 for field in benchmarking.MEASURED_FIELDS} | {"parameter_mb": 70.0, "checkpoint_mb": 71.0}
+        return {field: 1.0 for field in MEASURED_FIELDS} | {"parameter_mb": 70.0, "checkpoint_mb": 71.0}
 
-    rows = benchmarking.compare_presets(["bert-large", "albert-large"], ["albert-large"], settings, fake_run)
+    rows = compare_presets(["bert-large", "albert-large"], ["albert-large"], settings, fake_run)
     assert [row["preset"] for row in rows] == ["bert-large", "albert-large"]
     assert [row["encoder_parameters"] for row in rows] == [334_607_360, 17_683_968]
     assert rows[0]["peak_rss_mb"] is None and rows[1]["peak_rss_mb"] == 1.0
@@ -109,7 +111,7 @@ def test_preset_comparison_runs_training_presets_at_the_same_batch():
     assert (run_settings.batch_size, run_settings.seq_length, run_settings.steps) == (4, 32, 1)
     assert run_settings.albert_config() == AlbertConfig.from_preset("albert-large")
     with pytest.raises(ValueError, match="xxlarge"):
-        benchmarking.compare_presets(["albert-large"], ["albert-xxlarge"], settings, fake_run)
+        compare_presets(["albert-large"], ["albert-xxlarge"], settings, fake_run)
 
 
 def _write_curve(summary_dir, losses):

@@ -1,4 +1,5 @@
-"""Measuring speed and memory: analytic FLOPs, the matmul peak, timed repeats, peak RSS, checkpoint size.
+"""The workloads and how they are timed: settings, synthetic batches, the model workloads, the data workloads'
+measurement and the preset comparison.
 
 The model workloads run what users run:
 - `pretrain_step`: `albert_tf.tasks.pretraining.Pretraining` (AlbertPretrainer, LAMB, the shared Trainer) and the
@@ -20,11 +21,7 @@ Units: MB and GFLOP are decimal (1e6 bytes, 1e9 FLOP).
 
 import dataclasses
 import json
-import os
-import resource
 import statistics
-import subprocess
-import sys
 import tempfile
 import time
 from typing import Callable, Dict, List, Optional, Sequence, Union
@@ -32,15 +29,15 @@ from typing import Callable, Dict, List, Optional, Sequence, Union
 import numpy as np
 import tensorflow as tf
 
+from albert_tf.benchmarking.child_process import run_python_child
+from albert_tf.benchmarking.flops import FINETUNE_NUM_LABELS, MODEL_WORKLOADS, workload_flops
+from albert_tf.benchmarking.probes import (checkpoint_bytes, device_description, load_average, measure_matmul_peaks,
+                                           parameter_bytes, peak_device_memory_bytes, peak_rss_bytes,
+                                           reset_rss_high_water_mark, rss_high_water_mark_bytes)
 from albert_tf.config import AlbertConfig
 from albert_tf.training.bfloat16_support import cpu_bfloat16_units, xla_bfloat16_dot_dtype
 from albert_tf.training.host_allocator import cpu_allocator
 
-MODEL_WORKLOADS = ("pretrain_step", "finetune_step", "encode")
-# Both halves of each step are counted: a backward pass computes two matmuls (the gradients of both
-# operands) for each forward one, so a training step costs exactly 3x the forward matmul FLOPs.
-TRAINING_FLOPS_FACTOR = 3
-FINETUNE_NUM_LABELS = 2
 FIRST_NON_SPECIAL_ID = 5
 # Every record has at least these: what ran, then what was measured (None where it does not apply).
 SETTING_FIELDS = ("workload", "preset", "batch_size", "seq_length", "mixed_precision", "jit_compile")
@@ -96,103 +93,7 @@ class BenchmarkSettings:
         return AlbertConfig.from_dict(self.config, source=f"benchmark model {self.model_name}")
 
 
-# ---- analytic FLOPs ---------------------------------------------------------------------------------
-
-def encoder_forward_flops(config: AlbertConfig, seq_length: int) -> int:
-    """Matmul FLOPs (2 per multiply-add) of one sequence through the encoder, pooler included.
-
-    With S = seq_length, E, H, I = embedding, hidden and intermediate sizes:
-    - the E -> H projection (only when E != H): 2·S·E·H;
-    - per applied block (num_hidden_layers x inner_group_num): query, key, value and output projections
-      4 · 2·S·H², attention scores and the probability-weighted values 2 · 2·S²·H, feed-forward 2 · 2·S·H·I;
-    - the pooler: 2·H².
-    Sharing changes none of it: the shared block still runs at every depth. Embedding lookups, LayerNorm,
-    softmax, activations and the optimizer are not matmuls and are not counted.
-
-    Example:
-    >>> round(encoder_forward_flops(AlbertConfig.from_preset("albert-base"), 128) / 1e9, 2)
-    22.37
-    """
-    s, e, h, i = seq_length, config.embedding_size, config.hidden_size, config.intermediate_size
-    projection = 2 * s * e * h if e != h else 0
-    block = 4 * 2 * s * h * h + 2 * 2 * s * s * h + 2 * 2 * s * h * i
-    return projection + config.num_hidden_layers * config.inner_group_num * block + 2 * h * h
-
-
-def workload_flops(workload: str, config: AlbertConfig, batch_size: int, seq_length: int,
-                   max_predictions_per_seq: int = 20) -> int:
-    """Matmul FLOPs of one step of `workload` over a batch.
-
-    pretrain_step adds the heads to the encoder: the MLM transform and the tied V x E decoder on the P
-    gathered positions, 2·P·(H·E + E·V), and SOP, 2·H·2; finetune_step adds the classifier, 2·H·labels.
-    Training steps count 3x their forward FLOPs (TRAINING_FLOPS_FACTOR).
-
-    Example:
-    >>> config = AlbertConfig.from_preset("albert-base")
-    >>> round(workload_flops("pretrain_step", config, 8, 128) / 1e9)
-    541
-    """
-    h, e, v = config.hidden_size, config.embedding_size, config.vocab_size
-    forward = encoder_forward_flops(config, seq_length)
-    if workload == "encode":
-        return batch_size * forward
-    if workload == "pretrain_step":
-        heads = 2 * max_predictions_per_seq * (h * e + e * v) + 2 * h * 2
-    elif workload == "finetune_step":
-        heads = 2 * h * FINETUNE_NUM_LABELS
-    else:
-        raise ValueError(f"No FLOP formula for workload {workload!r}; allowed: {', '.join(MODEL_WORKLOADS)}.")
-    return TRAINING_FLOPS_FACTOR * batch_size * (forward + heads)
-
-
-# ---- the matmul peak --------------------------------------------------------------------------------
-
-def measure_matmul_peaks(m: int, k: int, n: int, dtype: str = "float32", min_seconds: float = 0.5,
-                         jit_compile: Sequence[bool] = (True, False)) -> Dict[str, float]:
-    """GFLOP/s of chained [m,k]x[k,n] and [m,n]x[n,k] matmuls in `dtype`, on TensorFlow's default device.
-
-    Each way of running TensorFlow in `jit_compile` (XLA, and the plain oneDNN/cuBLAS kernels) is timed over
-    calls of at least `min_seconds` and reported under "xla" or "plain"; the best of them is the peak, so a
-    model can be held against the fastest matmul this process can get at its sizes and precision. Both are
-    kept because they can differ by precision: XLA:CPU, for one, computes bfloat16 dots in float32. The
-    chain keeps every product needed (no dead-code elimination) and its scale near 1.
-
-    Example:
-    >>> sorted(measure_matmul_peaks(64, 64, 64, min_seconds=0.01))
-    ['plain', 'xla']
-    """
-    # Drawn by TensorFlow in `dtype`: float64 host arrays would add their own transient pages to the
-    # workload's peak RSS, which this is measured alongside.
-    x, w1, w2 = (tf.random.stateless_normal(shape, seed=(0, index), stddev=stddev, dtype=dtype)
-                 for index, (shape, stddev) in enumerate((((m, k), 1.0), ((k, n), k ** -0.5),
-                                                          ((n, k), n ** -0.5))))
-    peaks = {}
-    for jit in jit_compile:
-        @tf.function(jit_compile=jit)
-        def chain(x, w1, w2, count):
-            def body(index, x):
-                return index + 1, tf.matmul(tf.matmul(x, w1), w2)
-
-            _, x = tf.while_loop(lambda index, _: index < count, body, (tf.constant(0), x))
-            return tf.reduce_sum(tf.cast(x, tf.float32))
-
-        def timed(count):
-            start = time.perf_counter()
-            chain(x, w1, w2, tf.constant(count)).numpy()
-            return time.perf_counter() - start
-
-        timed(1)
-        count = 1
-        elapsed = timed(count)
-        while elapsed < min_seconds:
-            count = max(count + 1, int(count * min_seconds / max(elapsed, 1e-6) * 1.2))
-            elapsed = timed(count)
-        elapsed = min(elapsed, timed(count))
-        peaks["xla" if jit else "plain"] = count * 4 * m * k * n / elapsed / 1e9
-    return peaks
-
-
-# ---- timing and memory ------------------------------------------------------------------------------
+# ---- timing -----------------------------------------------------------------------------------------
 
 def summarize(values: Sequence[float]) -> Dict[str, float]:
     """{"median", "min", "max"} of measurements.
@@ -204,92 +105,6 @@ def summarize(values: Sequence[float]) -> Dict[str, float]:
     if not values:
         raise ValueError("summarize needs at least one measurement.")
     return {"median": float(statistics.median(values)), "min": float(min(values)), "max": float(max(values))}
-
-
-def peak_rss_bytes() -> int:
-    """This process's peak resident set size so far, across resets of the kernel's high-water mark.
-
-    Linux reports ru_maxrss in KiB from that same mark, so after `reset_rss_high_water_mark` it alone would
-    forget the peaks before the reset, compilation's among them.
-    """
-    return max(_peak_before_resets, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024,
-               rss_high_water_mark_bytes() or 0)
-
-
-_peak_before_resets = 0
-
-
-def reset_rss_high_water_mark() -> bool:
-    """Restarts the kernel's peak-RSS count (VmHWM) from the current RSS; False where that is not possible.
-
-    After warmup this separates what the timed steps hold from one-time peaks such as XLA compilation;
-    `peak_rss_bytes` keeps the peak from before.
-    """
-    global _peak_before_resets
-    peak = peak_rss_bytes()
-    try:
-        with open("/proc/self/clear_refs", "w", encoding="ascii") as handle:
-            handle.write("5")
-    except OSError:
-        return False
-    _peak_before_resets = peak
-    return True
-
-
-def rss_high_water_mark_bytes() -> Optional[int]:
-    """VmHWM of /proc/self/status: the peak RSS since the last reset (or since the start), None without procfs."""
-    try:
-        with open("/proc/self/status", encoding="ascii") as handle:
-            for line in handle:
-                if line.startswith("VmHWM:"):
-                    return int(line.split()[1]) * 1024
-    except OSError:
-        pass
-    return None
-
-
-def peak_device_memory_bytes() -> Optional[int]:
-    """The first GPU's peak allocated memory, or None without a GPU."""
-    if not tf.config.list_logical_devices("GPU"):
-        return None
-    return int(tf.config.experimental.get_memory_info("GPU:0")["peak"])
-
-
-def parameter_bytes(model) -> int:
-    """Bytes of the model's unique variables (a shared variable counts once)."""
-    unique = {id(variable): variable for variable in model.weights}
-    return sum(int(np.prod(variable.shape)) * tf.as_dtype(variable.dtype).size for variable in unique.values())
-
-
-def checkpoint_bytes(model) -> int:
-    """Size on disk of `tf.train.Checkpoint(model=model)`, the model part of the Trainer's checkpoints.
-
-    Example:
-    >>> import keras
-    >>> checkpoint_bytes(keras.Sequential([keras.Input((4,)), keras.layers.Dense(250)])) > 5000
-    True
-    """
-    with tempfile.TemporaryDirectory() as directory:
-        prefix = tf.train.Checkpoint(model=model).write(os.path.join(directory, "model"))
-        return sum(os.path.getsize(path) for path in tf.io.gfile.glob(prefix + "*"))
-
-
-def device_description() -> str:
-    """The device the workloads run on: the first GPU's name, else the CPU model and core count."""
-    gpus = tf.config.list_physical_devices("GPU")
-    if gpus:
-        return tf.config.experimental.get_device_details(gpus[0]).get("device_name", gpus[0].name)
-    model = "CPU"
-    if os.path.exists("/proc/cpuinfo"):
-        with open("/proc/cpuinfo", encoding="utf-8") as handle:
-            names = [line.split(":", 1)[1].strip() for line in handle if line.startswith("model name")]
-        model = names[0] if names else model
-    return f"{model}, {len(os.sched_getaffinity(0))} cores"
-
-
-def load_average() -> float:
-    """The 1-minute load average: above the core count, other processes share the CPU with the benchmark."""
-    return os.getloadavg()[0]
 
 
 # ---- synthetic batches ------------------------------------------------------------------------------
@@ -480,7 +295,7 @@ def run_model_workload(workload: str, settings: BenchmarkSettings) -> dict:
 
 _CHILD = """
 import json, sys
-from albert_tf.benchmarking import BenchmarkSettings, run_model_workload
+from albert_tf.benchmarking.workloads import BenchmarkSettings, run_model_workload
 record = run_model_workload(sys.argv[1], BenchmarkSettings(**json.loads(sys.argv[2])))
 print("BENCHMARK_RECORD " + json.dumps(record))
 """
@@ -494,18 +309,9 @@ def run_in_subprocess(workload: str, settings: BenchmarkSettings, timeout_second
     >>> record["peak_rss_mb"]  # doctest: +SKIP
     1180.4
     """
-    repository_root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    environment = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [repository_root,
-                                                                         os.environ.get("PYTHONPATH")])))
-    environment.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-    child = subprocess.run([sys.executable, "-c", _CHILD, workload, json.dumps(dataclasses.asdict(settings))],
-                           cwd=repository_root, env=environment, capture_output=True, text=True,
-                           timeout=timeout_seconds)
-    lines = [line for line in child.stdout.splitlines() if line.startswith("BENCHMARK_RECORD ")]
-    if child.returncode != 0 or not lines:
-        raise RuntimeError(f"Benchmark workload {workload} on {settings.model_name} failed in its child process "
-                           f"(exit {child.returncode}):\n{child.stderr[-4000:]}")
-    return json.loads(lines[-1][len("BENCHMARK_RECORD "):])
+    return run_python_child(["-c", _CHILD, workload, json.dumps(dataclasses.asdict(settings))], "BENCHMARK_RECORD ",
+                            f"Benchmark workload {workload} on {settings.model_name} failed in its child process",
+                            timeout_seconds=timeout_seconds).record
 
 
 # ---- data workloads ---------------------------------------------------------------------------------
@@ -586,87 +392,3 @@ def compare_presets(preset_names: Sequence[str], training_presets: Sequence[str]
         rows.append(row)
     return rows
 
-
-# ---- loss curves -------------------------------------------------------------------------------------
-
-def compare_curves(curves: Dict[str, Dict[int, float]], reference: str) -> Dict[str, Dict[str, float]]:
-    """How far each curve ({step: value}) lies from `reference`'s, over the steps both logged.
-
-    Returns {name: {"mean_abs", "max_abs", "last_abs", "steps"}} for every curve but the reference: the mean,
-    largest and last absolute difference, and the number of common steps. Comparing two seeds of the same
-    run this way gives the noise that a change (e.g. another precision) is judged against.
-
-    Example:
-    >>> compare_curves({"float32": {10: 2.0, 20: 1.0}, "bf16": {10: 2.1, 20: 1.0, 30: 0.5}}, "float32")["bf16"]
-    {'mean_abs': 0.05, 'max_abs': 0.1, 'last_abs': 0.0, 'steps': 2}
-    """
-    if reference not in curves:
-        raise ValueError(f"Reference curve {reference!r} is not among the curves {sorted(curves)}.")
-    differences = {}
-    for name, curve in curves.items():
-        if name == reference:
-            continue
-        steps = sorted(set(curve) & set(curves[reference]))
-        if not steps:
-            raise ValueError(f"Curve {name!r} shares no logged step with the reference {reference!r}.")
-        gaps = [abs(curve[step] - curves[reference][step]) for step in steps]
-        differences[name] = {"mean_abs": round(statistics.mean(gaps), 6), "max_abs": round(max(gaps), 6),
-                             "last_abs": round(gaps[-1], 6), "steps": len(steps)}
-    return differences
-
-
-def curves_table(curves: Dict[str, Dict[int, float]], every: int = 1) -> str:
-    """The curves side by side as a Markdown table, one row per `every`-th step any of them logged.
-
-    Example:
-    >>> print(curves_table({"a": {10: 2.0, 20: 1.0}, "b": {10: 2.5}}))
-    | step | a | b |
-    |---|---|---|
-    | 10 | 2.0000 | 2.5000 |
-    | 20 | 1.0000 | - |
-    """
-    names = list(curves)
-    steps = sorted(set().union(*curves.values()))[every - 1::every]
-    lines = ["| step | " + " | ".join(names) + " |", "|---|" + "---|" * len(names)]
-    for step in steps:
-        cells = [f"{curves[name][step]:.4f}" if step in curves[name] else "-" for name in names]
-        lines.append(f"| {step} | " + " | ".join(cells) + " |")
-    return "\n".join(lines)
-
-
-# ---- reports ----------------------------------------------------------------------------------------
-
-def _number(value, digits=1):
-    return "-" if value is None else f"{value:,.{digits}f}"
-
-
-def markdown_table(records: Sequence[dict]) -> str:
-    """The records as a Markdown table: throughput, FLOP rate against the peak, memory and checkpoint size."""
-    lines = ["| workload | model | precision | XLA | recompute | batch x seq | seq/s median (min-max) | tokens/s "
-             "| GFLOP/step | GFLOP/s | peak GFLOP/s | % of peak | peak RSS MB | steps' peak RSS MB | params MB | checkpoint MB |",
-             "|---" * 16 + "|"]
-    for record in records:
-        fraction = record.get("peak_fraction")
-        lines.append(
-            f"| {record['workload']} | {record['preset']} | {record.get('mixed_precision') or '-'} "
-            f"| {'-' if record.get('jit_compile') is None else record['jit_compile']} "
-            f"| {'-' if record.get('recompute_blocks') is None else record['recompute_blocks']} "
-            f"| {record['batch_size']} x {record['seq_length']} "
-            f"| {_number(record['seq_per_s_median'], 2)} ({_number(record['seq_per_s_min'], 2)}-"
-            f"{_number(record['seq_per_s_max'], 2)}) | {_number(record.get('tokens_per_s'), 0)} "
-            f"| {_number(record.get('gflop_per_step'))} | {_number(record.get('gflop_per_s'))} "
-            f"| {_number(record.get('peak_gflop_per_s'))} | {'-' if fraction is None else f'{100 * fraction:.0f}%'} "
-            f"| {_number(record.get('peak_rss_mb'), 0)} | {_number(record.get('steady_peak_rss_mb'), 0)} "
-            f"| {_number(record.get('parameter_mb'))} "
-            f"| {_number(record.get('checkpoint_mb'))} |")
-    return "\n".join(lines)
-
-
-def comparison_table(rows: Sequence[dict]) -> str:
-    """The preset comparison as a Markdown table."""
-    lines = ["| preset | encoder parameters | parameter MB (float32) | pretraining peak RSS MB | pretraining seq/s |",
-             "|---|---|---|---|---|"]
-    for row in rows:
-        lines.append(f"| {row['preset']} | {row['encoder_parameters']:,} | {_number(row['encoder_parameter_mb'])} "
-                     f"| {_number(row['peak_rss_mb'], 0)} | {_number(row['seq_per_s_median'], 2)} |")
-    return "\n".join(lines)

@@ -1,0 +1,97 @@
+"""A measurement in a Python process of its own: its peak memory is then the measured work's alone."""
+
+import dataclasses
+import json
+import os
+import subprocess
+import sys
+import time
+from typing import Optional, Sequence
+
+import psutil
+
+REPOSITORY_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+@dataclasses.dataclass
+class ChildRun:
+    """What a child process reported, and its peak memory where it was sampled (else None).
+
+    `peak_pss_bytes` is the proportional set size summed over the child and its descendants (shared pages
+    counted once), `peak_rss_bytes` the resident size of the child itself.
+    """
+
+    record: dict
+    peak_pss_bytes: Optional[int] = None
+    peak_rss_bytes: Optional[int] = None
+
+
+def run_python_child(arguments: Sequence[str], marker: str, failure: str, timeout_seconds: Optional[float] = None,
+                     memory_poll_seconds: Optional[float] = None) -> ChildRun:
+    """Runs `python ARGUMENTS` (`-c CODE ...` or `-m MODULE ...`) and returns the JSON that follows `marker` on the
+    last line of its stdout that starts with it.
+
+    The child runs from the repository root with it on PYTHONPATH, so it imports this checkout (data_gen and
+    run_scripts included) and the parent need import nothing of what the child runs. With
+    `memory_poll_seconds`, the child's memory is sampled at that interval while it runs. A child that fails or
+    prints no `marker` line raises RuntimeError "`failure` (exit N):" followed by the end of its stderr; one
+    still running after `timeout_seconds` is killed and raises subprocess.TimeoutExpired.
+
+    Example:
+    >>> run_python_child(["-c", "print('RESULT {\\"answer\\": 42}')"], "RESULT ", "The example failed").record
+    {'answer': 42}
+    """
+    environment = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [REPOSITORY_ROOT,
+                                                                         os.environ.get("PYTHONPATH")])))
+    environment.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+    deadline = None if timeout_seconds is None else time.monotonic() + timeout_seconds
+    with subprocess.Popen([sys.executable, *arguments], cwd=REPOSITORY_ROOT, env=environment,
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) as child:
+        memory = None if memory_poll_seconds is None else _PeakMemory(child.pid)
+        while True:
+            if memory is not None:
+                memory.sample()
+            wait_seconds = memory_poll_seconds
+            if deadline is not None:
+                remaining = max(0.0, deadline - time.monotonic())
+                wait_seconds = remaining if wait_seconds is None else min(wait_seconds, remaining)
+            try:
+                # Waiting on the pipes rather than the process: a child that writes more than a pipe holds
+                # would otherwise block.
+                stdout, stderr = child.communicate(timeout=wait_seconds)
+                break
+            except subprocess.TimeoutExpired:
+                if deadline is not None and time.monotonic() >= deadline:
+                    child.kill()
+                    stdout, stderr = child.communicate()
+                    raise subprocess.TimeoutExpired(child.args, timeout_seconds, output=stdout, stderr=stderr)
+    lines = [line for line in stdout.splitlines() if line.startswith(marker)]
+    if child.returncode != 0 or not lines:
+        raise RuntimeError(f"{failure} (exit {child.returncode}):\n{stderr[-4000:]}")
+    record = json.loads(lines[-1][len(marker):])
+    if memory is None:
+        return ChildRun(record)
+    return ChildRun(record, peak_pss_bytes=memory.pss_bytes, peak_rss_bytes=memory.rss_bytes)
+
+
+class _PeakMemory:
+    """The peak PSS of a process and its descendants together, and the peak RSS of the process, over samples."""
+
+    def __init__(self, pid: int):
+        self._process = psutil.Process(pid)
+        self.pss_bytes = self.rss_bytes = 0
+
+    def sample(self):
+        try:
+            processes = [self._process] + self._process.children(recursive=True)
+            self.rss_bytes = max(self.rss_bytes, self._process.memory_info().rss)
+            self.pss_bytes = max(self.pss_bytes, sum(_pss(member) for member in processes))
+        except psutil.NoSuchProcess:
+            pass
+
+
+def _pss(process) -> int:
+    try:
+        return process.memory_full_info().pss
+    except (psutil.NoSuchProcess, psutil.AccessDenied):
+        return 0

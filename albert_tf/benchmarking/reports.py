@@ -1,0 +1,86 @@
+"""Markdown reports of benchmark records, and loss curves compared against a reference run."""
+
+import statistics
+from typing import Dict, Sequence
+
+
+def _number(value, digits=1):
+    return "-" if value is None else f"{value:,.{digits}f}"
+
+
+def markdown_table(records: Sequence[dict]) -> str:
+    """The records as a Markdown table: throughput, FLOP rate against the peak, memory and checkpoint size."""
+    lines = ["| workload | model | precision | XLA | recompute | batch x seq | seq/s median (min-max) | tokens/s "
+             "| GFLOP/step | GFLOP/s | peak GFLOP/s | % of peak | peak RSS MB | steps' peak RSS MB | params MB "
+             "| checkpoint MB |",
+             "|---" * 16 + "|"]
+    for record in records:
+        fraction = record.get("peak_fraction")
+        lines.append(
+            f"| {record['workload']} | {record['preset']} | {record.get('mixed_precision') or '-'} "
+            f"| {'-' if record.get('jit_compile') is None else record['jit_compile']} "
+            f"| {'-' if record.get('recompute_blocks') is None else record['recompute_blocks']} "
+            f"| {record['batch_size']} x {record['seq_length']} "
+            f"| {_number(record['seq_per_s_median'], 2)} ({_number(record['seq_per_s_min'], 2)}-"
+            f"{_number(record['seq_per_s_max'], 2)}) | {_number(record.get('tokens_per_s'), 0)} "
+            f"| {_number(record.get('gflop_per_step'))} | {_number(record.get('gflop_per_s'))} "
+            f"| {_number(record.get('peak_gflop_per_s'))} | {'-' if fraction is None else f'{100 * fraction:.0f}%'} "
+            f"| {_number(record.get('peak_rss_mb'), 0)} | {_number(record.get('steady_peak_rss_mb'), 0)} "
+            f"| {_number(record.get('parameter_mb'))} "
+            f"| {_number(record.get('checkpoint_mb'))} |")
+    return "\n".join(lines)
+
+
+def comparison_table(rows: Sequence[dict]) -> str:
+    """The preset comparison as a Markdown table."""
+    lines = ["| preset | encoder parameters | parameter MB (float32) | pretraining peak RSS MB | pretraining seq/s |",
+             "|---|---|---|---|---|"]
+    for row in rows:
+        lines.append(f"| {row['preset']} | {row['encoder_parameters']:,} | {_number(row['encoder_parameter_mb'])} "
+                     f"| {_number(row['peak_rss_mb'], 0)} | {_number(row['seq_per_s_median'], 2)} |")
+    return "\n".join(lines)
+
+
+def compare_curves(curves: Dict[str, Dict[int, float]], reference: str) -> Dict[str, Dict[str, float]]:
+    """How far each curve ({step: value}) lies from `reference`'s, over the steps both logged.
+
+    Returns {name: {"mean_abs", "max_abs", "last_abs", "steps"}} for every curve but the reference: the mean,
+    largest and last absolute difference, and the number of common steps. Comparing two seeds of the same
+    run this way gives the noise that a change (e.g. another precision) is judged against.
+
+    Example:
+    >>> compare_curves({"float32": {10: 2.0, 20: 1.0}, "bf16": {10: 2.1, 20: 1.0, 30: 0.5}}, "float32")["bf16"]
+    {'mean_abs': 0.05, 'max_abs': 0.1, 'last_abs': 0.0, 'steps': 2}
+    """
+    if reference not in curves:
+        raise ValueError(f"Reference curve {reference!r} is not among the curves {sorted(curves)}.")
+    differences = {}
+    for name, curve in curves.items():
+        if name == reference:
+            continue
+        steps = sorted(set(curve) & set(curves[reference]))
+        if not steps:
+            raise ValueError(f"Curve {name!r} shares no logged step with the reference {reference!r}.")
+        gaps = [abs(curve[step] - curves[reference][step]) for step in steps]
+        differences[name] = {"mean_abs": round(statistics.mean(gaps), 6), "max_abs": round(max(gaps), 6),
+                             "last_abs": round(gaps[-1], 6), "steps": len(steps)}
+    return differences
+
+
+def curves_table(curves: Dict[str, Dict[int, float]], every: int = 1) -> str:
+    """The curves side by side as a Markdown table, one row per `every`-th step any of them logged.
+
+    Example:
+    >>> print(curves_table({"a": {10: 2.0, 20: 1.0}, "b": {10: 2.5}}))
+    | step | a | b |
+    |---|---|---|
+    | 10 | 2.0000 | 2.5000 |
+    | 20 | 1.0000 | - |
+    """
+    names = list(curves)
+    steps = sorted(set().union(*curves.values()))[every - 1::every]
+    lines = ["| step | " + " | ".join(names) + " |", "|---|" + "---|" * len(names)]
+    for step in steps:
+        cells = [f"{curves[name][step]:.4f}" if step in curves[name] else "-" for name in names]
+        lines.append(f"| {step} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
