@@ -39,8 +39,6 @@ import os
 import queue
 import random
 import shutil
-import subprocess
-import sys
 import tempfile
 import time
 from typing import Dict, Iterator, List, Optional, Sequence, Tuple, Union
@@ -54,8 +52,8 @@ from data_gen._instances import (FEATURE_NAMES, InstanceOptions, SpecialIds, Tra
 
 __all__ = ["FEATURE_NAMES", "INPUT_FORMATS", "InstanceOptions", "SpecialIds", "TrainingInstance",
            "create_instances_from_document", "create_masked_lm_predictions", "create_pretraining_data",
-           "instance_to_example_bytes", "measure_throughput", "output_shard_paths", "pack_token",
-           "summary_path_for", "truncate_seq_pair", "write_synthetic_corpus"]
+           "instance_to_example_bytes", "output_shard_paths", "pack_token", "summary_path_for",
+           "truncate_seq_pair"]
 
 INPUT_FORMATS = ("text", "jsonl", "tfds")
 DEFAULT_BLOCK_BYTES = 4 << 20
@@ -834,104 +832,3 @@ def _write_summary(summary_file: str, summary: dict) -> None:
         handle.write(json.dumps(summary, indent=1) + "\n")
     tf.io.gfile.rename(temporary, summary_file, overwrite=True)
 
-
-# Measuring: a synthetic corpus and a child-process run with peak memory.
-
-_SYLLABLES = ("ba be bi bo bu ca ce co da de di do fa fe fi ga ge go ha he hi ho ka ke ki ko la le li lo ma me mi "
-              "mo na ne ni no pa pe pi po ra re ri ro sa se si so ta te ti to va ve vi wa we ya yo za ze").split()
-_SYNTHETIC_EXTRAS = ("1990,", "2001,", "1,000,000", "café", "naïve", "(approximately)", "\"quoted\"", "e.g.", "don't")
-
-
-def write_synthetic_corpus(path: str, num_documents: int, seed: int = 0,
-                           sentences_per_document: Tuple[int, int] = (4, 40), vocabulary_words: int = 5000) -> str:
-    """Writes random documents in the original text format (sentence per line, blank line between documents).
-
-    Words are made of syllables and drawn with Zipf frequencies (p proportional to 1/rank) from a vocabulary
-    that depends only on `vocabulary_words`, so corpora of any size share it.
-
-    Example:
-    >>> write_synthetic_corpus("/tmp/synthetic.txt", num_documents=3)  # doctest: +SKIP
-    '/tmp/synthetic.txt'
-    """
-    vocabulary_rng = random.Random(vocabulary_words)
-    vocabulary = sorted({"".join(vocabulary_rng.choices(_SYLLABLES, k=vocabulary_rng.randint(1, 4)))
-                         for _ in range(vocabulary_words)}) + list(_SYNTHETIC_EXTRAS)
-    vocabulary_rng.shuffle(vocabulary)
-    cumulative = list(itertools.accumulate(1.0 / rank for rank in range(1, len(vocabulary) + 1)))
-    rng = random.Random(seed)
-    with open(path, "w", encoding="utf-8") as handle:
-        for _ in range(num_documents):
-            for _ in range(rng.randint(*sentences_per_document)):
-                words = rng.choices(vocabulary, cum_weights=cumulative, k=rng.randint(5, 30))
-                handle.write(" ".join(words).capitalize() + ".\n")
-            handle.write("\n")
-    return path
-
-
-_MEASURE_CHILD = """
-import json, logging, sys
-from data_gen.create_pretraining_data import create_pretraining_data
-arguments = json.loads(sys.argv[1])
-summary = create_pretraining_data(arguments.pop("input_files"), arguments.pop("output_files"),
-                                  arguments.pop("spm_model_file"), **arguments)
-print("SUMMARY " + json.dumps({"seconds": summary["seconds"], "totals": summary["totals"]}))
-"""
-
-
-def measure_throughput(input_files: Union[str, Sequence[str]], output_dir: str, spm_model_file: str, *,
-                       num_workers: int = 1, num_output_shards: int = 1, poll_seconds: float = 0.2,
-                       **generation_arguments) -> dict:
-    """Runs `create_pretraining_data` in a child process; returns its rate and the peak memory of its processes.
-
-    Peak memory is sampled every `poll_seconds`: `peak_pss_bytes` is the proportional set size summed over the
-    child and its workers (shared pages counted once), `peak_main_rss_bytes` the resident size of the child.
-    Rates exclude the child's start-up (importing TensorFlow).
-
-    Example:
-    >>> result = measure_throughput("corpus.txt", "/tmp/bench", "tiny.model", num_workers=2,
-    ...                             max_seq_length=128, dupe_factor=2)  # doctest: +SKIP
-    >>> result["peak_pss_bytes"] > 0, result["num_workers"]  # doctest: +SKIP
-    (True, 2)
-    """
-    import psutil
-
-    os.makedirs(output_dir, exist_ok=True)
-    arguments = dict(generation_arguments, input_files=input_files, spm_model_file=spm_model_file,
-                     num_workers=num_workers,
-                     output_files=output_shard_paths(os.path.join(output_dir, "measure.tfrecord"), num_output_shards))
-    repository_root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    environment = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [repository_root,
-                                                                         os.environ.get("PYTHONPATH")])))
-    environment.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-    child = subprocess.Popen([sys.executable, "-c", _MEASURE_CHILD, json.dumps(arguments)], cwd=repository_root,
-                             env=environment, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    process = psutil.Process(child.pid)
-    peak_pss = peak_rss = 0
-    while child.poll() is None:
-        try:
-            processes = [process] + process.children(recursive=True)
-            peak_rss = max(peak_rss, process.memory_info().rss)
-            peak_pss = max(peak_pss, sum(_pss(member) for member in processes))
-        except psutil.NoSuchProcess:
-            pass
-        time.sleep(poll_seconds)
-    stdout, stderr = child.communicate()
-    lines = [line for line in stdout.splitlines() if line.startswith("SUMMARY ")]
-    if child.returncode != 0 or not lines:
-        raise RuntimeError(f"create_pretraining_data failed in the measuring child (exit {child.returncode}):\n"
-                           f"{stderr[-4000:]}")
-    result = json.loads(lines[-1][len("SUMMARY "):])
-    instances, seconds = result["totals"]["instances"], result["seconds"]
-    return {"instances": instances, "documents": result["totals"]["documents"], "seconds": seconds,
-            "num_workers": num_workers, "instances_per_second": instances / seconds,
-            "instances_per_second_per_worker": instances / seconds / num_workers,
-            "peak_pss_bytes": peak_pss, "peak_main_rss_bytes": peak_rss}
-
-
-def _pss(process) -> int:
-    import psutil
-
-    try:
-        return process.memory_full_info().pss
-    except (psutil.NoSuchProcess, psutil.AccessDenied):
-        return 0

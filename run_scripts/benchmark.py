@@ -18,6 +18,7 @@ import tempfile
 from absl import app, flags, logging
 
 from albert_tf.benchmarking.flops import MODEL_WORKLOADS
+from albert_tf.benchmarking.pretraining_data import measure_throughput, write_synthetic_corpus
 from albert_tf.benchmarking.reports import comparison_table, markdown_table
 from albert_tf.benchmarking.workloads import (BenchmarkSettings, compare_presets, data_record, measure_dataset,
                                               run_in_subprocess, run_model_workload, summarize)
@@ -77,7 +78,7 @@ def _data_records(settings, work_dir):
     from data_gen import create_pretraining_data as cpd
     from data_gen.pretraining_input import make_pretraining_dataset
 
-    corpus = cpd.write_synthetic_corpus(os.path.join(work_dir, "corpus.txt"), FLAGS.corpus_documents)
+    corpus = write_synthetic_corpus(os.path.join(work_dir, "corpus.txt"), FLAGS.corpus_documents)
     spm_model_file = build_vocab.train_sentencepiece([corpus], os.path.join(work_dir, "spm"),
                                                      vocab_size=FLAGS.vocab_size)
     lengths = dict(max_seq_length=settings.seq_length, max_predictions_per_seq=settings.max_predictions_per_seq)
@@ -85,7 +86,7 @@ def _data_records(settings, work_dir):
     repeats = settings.repeats if "create_pretraining_data" in FLAGS.workloads else 1
     for repeat in range(repeats):
         logging.info("create_pretraining_data run %d of %d", repeat + 1, repeats)
-        runs.append(cpd.measure_throughput(
+        runs.append(measure_throughput(
             corpus, os.path.join(work_dir, f"shards_{repeat}"), spm_model_file, num_workers=FLAGS.num_workers,
             num_output_shards=FLAGS.num_output_shards, dupe_factor=FLAGS.dupe_factor, **lengths))
     if "create_pretraining_data" in FLAGS.workloads:

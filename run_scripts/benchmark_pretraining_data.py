@@ -10,6 +10,7 @@ import os
 
 from absl import app, flags, logging
 
+from albert_tf.benchmarking.pretraining_data import measure_throughput, write_synthetic_corpus
 from data_gen import build_vocab
 from data_gen import create_pretraining_data as cpd
 
@@ -32,14 +33,14 @@ def main(argv):
     del argv
     os.makedirs(FLAGS.output_dir, exist_ok=True)
     sizes = {"small": FLAGS.base_documents, "large": FLAGS.base_documents * FLAGS.scale}
-    corpora = {name: cpd.write_synthetic_corpus(os.path.join(FLAGS.output_dir, f"corpus_{name}.txt"), documents,
-                                                seed=index)
+    corpora = {name: write_synthetic_corpus(os.path.join(FLAGS.output_dir, f"corpus_{name}.txt"), documents,
+                                            seed=index)
                for index, (name, documents) in enumerate(sizes.items())}
     spm_model_file = FLAGS.spm_model_file or build_vocab.train_sentencepiece(
         [corpora["small"]], os.path.join(FLAGS.output_dir, "benchmark_spm"), vocab_size=FLAGS.vocab_size)
     results = {}
     for name, corpus in corpora.items():
-        results[name] = cpd.measure_throughput(
+        results[name] = measure_throughput(
             corpus, os.path.join(FLAGS.output_dir, f"shards_{name}"), spm_model_file, num_workers=FLAGS.num_workers,
             num_output_shards=FLAGS.num_output_shards, max_seq_length=FLAGS.max_seq_length,
             max_predictions_per_seq=FLAGS.max_predictions_per_seq, dupe_factor=FLAGS.dupe_factor,
