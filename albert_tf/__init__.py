@@ -14,8 +14,8 @@ _EXPORTS = {
     "AlbertPretrainer": "albert_tf.models.pretrainer",
     "AlbertSpanPredictor": "albert_tf.models.span_predictor",
     "AlbertSquadV2": "albert_tf.models.squad_v2",
-    "load_weights": "albert_tf.checkpoints.checkpoint_io",
-    "save_weights": "albert_tf.checkpoints.checkpoint_io",
+    "load_weights": "albert_tf.checkpoints.loading",
+    "save_weights": "albert_tf.checkpoints.writing",
 }
 
 __all__ = sorted(_EXPORTS)

@@ -25,17 +25,17 @@ import sys
 
 from absl import app, flags, logging
 
-from albert_tf.checkpoints import checkpoint_io
+from albert_tf.checkpoints import conversion, formats, loading, locating, reading, writing
 from albert_tf.config import load_config
 
 FLAGS = flags.FLAGS
 flags.DEFINE_string("input", None, "Checkpoint prefix or directory to convert.")
-flags.DEFINE_enum("input_format", "auto", ["auto"] + list(checkpoint_io.FORMATS), "Format of --input.")
+flags.DEFINE_enum("input_format", "auto", ["auto"] + list(formats.FORMATS), "Format of --input.")
 flags.DEFINE_string("output", None, "New (or empty) directory to write.")
-flags.DEFINE_enum("output_format", None, list(checkpoint_io.FORMATS), "Format to write.")
+flags.DEFINE_enum("output_format", None, list(formats.FORMATS), "Format to write.")
 flags.DEFINE_string("albert_config_file", None, "albert_config.json, when the input has none or to override it.")
 flags.DEFINE_string("preset", None, "A named preset (e.g. albert-base), instead of --albert_config_file.")
-flags.DEFINE_enum("head", "auto", list(checkpoint_io.MODEL_HEADS),
+flags.DEFINE_enum("head", "auto", list(conversion.MODEL_HEADS),
                   "The model to convert: auto (the task model a Hugging Face config.json names, else the "
                   "pretraining model when the input has its heads, else the encoder), or classifier (run_glue), "
                   "multiple_choice (run_race), squad (run_squad's v1 head), pretraining, encoder.")
@@ -53,7 +53,7 @@ flags.DEFINE_boolean("init_from_group0", False,
 def main(argv):
     del argv
     try:
-        contents = checkpoint_io.read_checkpoint(FLAGS.input, FLAGS.input_format)
+        contents = reading.read_checkpoint(FLAGS.input, FLAGS.input_format)
         if FLAGS.albert_config_file or FLAGS.preset:
             config = load_config(FLAGS.albert_config_file, FLAGS.preset)
         elif contents.config is not None:
@@ -62,13 +62,13 @@ def main(argv):
         else:
             raise ValueError(f"No config found with {FLAGS.input} (no albert_config.json beside it or in assets/, "
                              f"no config.json); pass --albert_config_file or --preset.")
-        model = checkpoint_io.model_for_checkpoint(contents, config, FLAGS.head)
-        result = checkpoint_io.load_weights(model, contents, allow_missing_heads=FLAGS.allow_missing_heads,
-                                            init_from_group0=FLAGS.init_from_group0,
-                                            drop_unused_heads=FLAGS.drop_unused_heads)
-        output = checkpoint_io.save_checkpoint_directory(
+        model = conversion.model_for_checkpoint(contents, config, FLAGS.head)
+        result = loading.load_weights(model, contents, allow_missing_heads=FLAGS.allow_missing_heads,
+                                      init_from_group0=FLAGS.init_from_group0,
+                                      drop_unused_heads=FLAGS.drop_unused_heads)
+        output = writing.save_checkpoint_directory(
             model, FLAGS.output, FLAGS.output_format, global_step=result.global_step,
-            vocab_files=checkpoint_io.find_vocab_files(contents.location))
+            vocab_files=locating.find_vocab_files(contents.location))
     except ValueError as error:
         print(f"convert_checkpoint: {error}", file=sys.stderr)
         sys.exit(1)

@@ -9,7 +9,7 @@ Loading the encoder needs only TensorFlow; the preprocessor also needs `import t
 
 from absl import app, flags, logging
 
-from albert_tf.checkpoints import checkpoint_io
+from albert_tf.checkpoints import locating
 from albert_tf.config import load_config
 from albert_tf.export.preprocessor import DEFAULT_SEQ_LENGTH
 from albert_tf.export.tfhub_encoder import export_hub_modules
@@ -39,7 +39,7 @@ flags.mark_flags_as_required(["spm_model_file", "export_path"])
 def _config():
     if FLAGS.albert_config_file or FLAGS.preset:
         return load_config(FLAGS.albert_config_file, FLAGS.preset)
-    found = checkpoint_io.find_config(FLAGS.init_checkpoint) if FLAGS.init_checkpoint else None
+    found = locating.find_config(FLAGS.init_checkpoint) if FLAGS.init_checkpoint else None
     if found is None:
         raise app.UsageError("Give --albert_config_file or --preset; no albert_config.json comes with "
                              f"--init_checkpoint={FLAGS.init_checkpoint!r}.")

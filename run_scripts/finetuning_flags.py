@@ -8,7 +8,7 @@ import dataclasses
 
 from absl import flags, logging
 
-from albert_tf.checkpoints import checkpoint_io, hub_module
+from albert_tf.checkpoints import hub_module, locating
 from albert_tf.tasks import finetuning
 from albert_tf.tasks.finetuning import FinetuningOptions
 from albert_tf.tokenization import AlbertTokenizer
@@ -114,7 +114,7 @@ def tokenizer_from_flags() -> AlbertTokenizer:
     source = FLAGS.init_checkpoint
     if not source:
         raise ValueError("Give --spm_model_file (or --vocab_file) to tokenize the input.")
-    models = [path for path in checkpoint_io.find_vocab_files(source) if path.endswith(".model")]
+    models = [path for path in locating.find_vocab_files(source) if path.endswith(".model")]
     if len(models) != 1:
         raise ValueError(f"Found {len(models)} SentencePiece models with {source} ({models}), need exactly one; "
                          "give --spm_model_file.")

@@ -1,7 +1,7 @@
 """Hugging Face `AlbertForPreTraining` names and config.json, to and from the original TF1 names.
 
 Every function here works on plain dicts of numpy arrays keyed by name, so the table is the
-whole story: checkpoint_io reads and writes the files.
+whole story: reading.py and writing.py read and write the files.
 
 - torch `Linear` weights are stored [out, in]: every dense kernel is transposed; the SOP
   classifier (`cls/seq_relationship/output_weights`, already [2, H]) is not.

@@ -3,7 +3,7 @@
 The export keeps what a fine-tuning run needs: `assets/albert_config.json`, `assets/spm.model`, the
 `do_lower_case` flag, and every weight keyed by its original TF1 name (`variables_by_tf1_name`).
 They are read from the SavedModel's files directly, without loading its functions, and the weights
-go through `checkpoint_io.load_weights`, so the same strict matching applies as for any checkpoint:
+go through `loading.load_weights`, so the same strict matching applies as for any checkpoint:
 every encoder weight must be there with its shape, the config must agree with the model's, and the
 model's own heads (never part of a hub module) start fresh with a warning.
 """
@@ -14,7 +14,9 @@ import os
 
 import tensorflow as tf
 
-from albert_tf.checkpoints.checkpoint_io import CheckpointContents, CheckpointLocation, LoadResult, load_weights
+from albert_tf.checkpoints.loading import LoadResult, load_weights
+from albert_tf.checkpoints.locating import CheckpointLocation
+from albert_tf.checkpoints.reading import CheckpointContents
 from albert_tf.config import AlbertConfig
 
 logger = logging.getLogger(__name__)
@@ -103,7 +105,7 @@ def read_hub_module(handle: str) -> HubModule:
 
 
 def read_hub_checkpoint(handle: str) -> CheckpointContents:
-    """The module's weights by TF1 name, as `checkpoint_io.load_weights(model, contents)` takes them.
+    """The module's weights by TF1 name, as `load_weights(model, contents)` takes them.
 
     Example:
     >>> contents = read_hub_checkpoint("/tmp/albert_hub")  # doctest: +SKIP

@@ -29,8 +29,8 @@ from typing import Optional, Tuple, Union
 
 import tensorflow as tf
 
-from albert_tf.checkpoints.checkpoint_io import load_weights
 from albert_tf.checkpoints.hub_module import ALBERT_CONFIG_ASSET, SPM_MODEL_ASSET, VARIABLES_BY_TF1_NAME
+from albert_tf.checkpoints.loading import load_weights
 from albert_tf.checkpoints.tf1_names import encoder_variable_map
 from albert_tf.config import AlbertConfig
 from albert_tf.export.preprocessor import DEFAULT_SEQ_LENGTH, export_preprocessor
@@ -224,7 +224,7 @@ def export_hub_modules(export_path: str, config: AlbertConfig, spm_model_file: s
                        overwrite: bool = False) -> Tuple[str, str]:
     """Writes `<export_path>/encoder` and `<export_path>/preprocessor`; returns both paths.
 
-    The weights come from `init_checkpoint` (any format `checkpoint_io.load_weights` reads). A
+    The weights come from `init_checkpoint` (any format `loading.load_weights` reads). A
     checkpoint without the masked-LM head (a fine-tuned model, a bare encoder) gives an encoder
     without `.mlm`, with a warning; a fine-tuning head (GLUE, SQuAD, RACE) is not part of the
     module's interface and is left out, also with a warning. Exporting random weights is refused

@@ -26,7 +26,7 @@ import numpy as np
 import tensorflow as tf
 from absl import logging
 
-from albert_tf.checkpoints import checkpoint_io, hub_module
+from albert_tf.checkpoints import formats, hub_module, loading, locating, writing
 from albert_tf.config import AlbertConfig, load_config
 from albert_tf.export.serving import export_saved_model
 from albert_tf.training.distribution import get_strategy
@@ -208,8 +208,8 @@ def resolve_config(options: FinetuningOptions) -> AlbertConfig:
         config = module.config
         logging.info("Using the model config of the hub module %s.", module.encoder_dir)
     else:
-        found = checkpoint_io.find_config(options.init_checkpoint) if options.init_checkpoint else None
-        trained_config_file = os.path.join(options.output_dir, checkpoint_io.ALBERT_CONFIG_NAME)
+        found = locating.find_config(options.init_checkpoint) if options.init_checkpoint else None
+        trained_config_file = os.path.join(options.output_dir, formats.ALBERT_CONFIG_NAME)
         if found is None and tf.io.gfile.exists(trained_config_file):
             found = AlbertConfig.from_json_file(trained_config_file), trained_config_file
         if found is None:
@@ -329,7 +329,7 @@ def run_finetuning(task: FinetuningTask, options: FinetuningOptions) -> Dict[str
     if options.do_train:
         train_steps, warmup_steps = resolve_train_steps(options, task.train_data.num_examples)
         # Beside the checkpoints, so later runs, best/ and convert_checkpoint find the model's config.
-        config.to_json_file(os.path.join(options.output_dir, checkpoint_io.ALBERT_CONFIG_NAME))
+        config.to_json_file(os.path.join(options.output_dir, formats.ALBERT_CONFIG_NAME))
     with strategy.scope():
         model = task.build_model(config, options.dropout_prob, options.recompute_blocks)
         model(_example_inputs(task.input_signature), training=False)
@@ -403,7 +403,7 @@ def _initialize_weights(model, options):
         return
     logging.info("Initialising %s from %s.", model.name, source)
     if options.init_checkpoint:
-        checkpoint_io.load_weights(model, source, format="auto", allow_missing_heads=True)
+        loading.load_weights(model, source, format="auto", allow_missing_heads=True)
     else:
         hub_module.load_encoder_weights(model, source)
 
@@ -524,7 +524,7 @@ def _save_best(task, output_dir, best):
     best_dir = os.path.join(output_dir, BEST_DIR_NAME)
     staging = os.path.join(output_dir, f".{BEST_DIR_NAME}.tmp-{uuid.uuid4().hex}")
     tf.io.gfile.makedirs(staging)
-    checkpoint_io.copy_checkpoint(path, os.path.join(staging, BEST_CHECKPOINT_NAME))
+    writing.copy_checkpoint(path, os.path.join(staging, BEST_CHECKPOINT_NAME))
     with tf.io.gfile.GFile(os.path.join(staging, "checkpoint"), "w") as handle:
         handle.write(f'model_checkpoint_path: "{BEST_CHECKPOINT_NAME}"\n'
                      f'all_model_checkpoint_paths: "{BEST_CHECKPOINT_NAME}"\n')

@@ -13,7 +13,7 @@ import numpy as np
 import tensorflow as tf
 from absl import logging
 
-from albert_tf.checkpoints import checkpoint_io
+from albert_tf.checkpoints import formats, writing
 from albert_tf.config import AlbertConfig
 from albert_tf.models.pretrainer import AlbertPretrainer
 from albert_tf.training.distribution import get_strategy
@@ -64,7 +64,7 @@ def _pretraining_metrics_fn(model, batch):
 
 def check_output_dir_config(output_dir: str, config: AlbertConfig) -> None:
     """Writes the config into output_dir, or checks it equals the one a previous run left there."""
-    path = os.path.join(output_dir, checkpoint_io.ALBERT_CONFIG_NAME)
+    path = os.path.join(output_dir, formats.ALBERT_CONFIG_NAME)
     if tf.io.gfile.exists(path):
         previous = AlbertConfig.from_json_file(path).to_dict()
         current = config.to_dict()
@@ -114,7 +114,7 @@ def _copy_checkpoint(checkpoint_path: str, destination_dir: str) -> str:
     if tf.io.gfile.exists(destination_dir):
         tf.io.gfile.rmtree(destination_dir)
     tf.io.gfile.makedirs(destination_dir)
-    return checkpoint_io.copy_checkpoint(checkpoint_path, os.path.join(destination_dir, "ckpt-best"))
+    return writing.copy_checkpoint(checkpoint_path, os.path.join(destination_dir, "ckpt-best"))
 
 
 class Pretraining:
@@ -153,7 +153,7 @@ class Pretraining:
             return
         if not self.options.init_checkpoint:
             return
-        from albert_tf.checkpoints.checkpoint_io import load_weights
+        from albert_tf.checkpoints.loading import load_weights
 
         logging.info("Initialising from %s", self.options.init_checkpoint)
         # Heads missing from the file (Hugging Face's albert-base-v2 has no SOP head) start fresh, with a warning.

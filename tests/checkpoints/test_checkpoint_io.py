@@ -10,7 +10,7 @@ import pytest
 import tensorflow as tf
 
 from albert_tf import AlbertClassifier, AlbertConfig, AlbertEncoder, AlbertPretrainer, load_weights, save_weights
-from albert_tf.checkpoints import checkpoint_io, hf_names
+from albert_tf.checkpoints import conversion, formats, hf_names, locating, matching, reading
 from albert_tf.checkpoints.tf1_names import (group0_candidates, model_variable_map, native_path_to_tf1_name,
                                              parse_half_name)
 from tests import numpy_albert
@@ -220,15 +220,15 @@ def test_tarball_directory_without_checkpoint_file(tmp_path):
     os.remove(tmp_path / "checkpoint")
     config.to_json_file(str(tmp_path / "albert_config.json"))
     (tmp_path / "30k-clean.model").write_bytes(b"spm")
-    assert checkpoint_io.detect_format(str(tmp_path)) == "tf1"
-    contents = checkpoint_io.read_checkpoint(str(tmp_path))
+    assert locating.detect_format(str(tmp_path)) == "tf1"
+    contents = reading.read_checkpoint(str(tmp_path))
     assert contents.location.path == str(tmp_path / "model.ckpt-best")
     assert contents.config == config and contents.global_step == 125000
     assert not any(name.endswith(("adam_m", "adam_v")) for name in contents.shapes)
     model = AlbertPretrainer(config)
     load_weights(model, contents)
     _check_against_reference(model, weights, config)
-    assert checkpoint_io.find_vocab_files(str(tmp_path)) == [str(tmp_path / "30k-clean.model")]
+    assert locating.find_vocab_files(str(tmp_path)) == [str(tmp_path / "30k-clean.model")]
 
 
 def test_hub_module_directory_with_module_scope(tmp_path):
@@ -241,15 +241,15 @@ def test_hub_module_directory_with_module_scope(tmp_path):
     (tmp_path / "saved_model.pb").write_bytes(b"")
     config.to_json_file(str(tmp_path / "assets" / "albert_config.json"))
     (tmp_path / "assets" / "30k-clean.model").write_bytes(b"spm")
-    contents = checkpoint_io.read_checkpoint(str(tmp_path))
+    contents = reading.read_checkpoint(str(tmp_path))
     assert contents.format == "tf1" and contents.config == config
     assert "bert/embeddings/word_embeddings" in contents.shapes
     model = AlbertPretrainer(config)
     load_weights(model, contents)
     _check_against_reference(model, weights, config)
-    assert checkpoint_io.find_vocab_files(str(tmp_path)) == [str(tmp_path / "assets" / "30k-clean.model")]
+    assert locating.find_vocab_files(str(tmp_path)) == [str(tmp_path / "assets" / "30k-clean.model")]
     prefix = str(tmp_path / "variables" / "variables")
-    assert checkpoint_io.find_config(prefix) == (config, str(tmp_path / "assets" / "albert_config.json"))
+    assert locating.find_config(prefix) == (config, str(tmp_path / "assets" / "albert_config.json"))
 
 
 # ---- strictness -------------------------------------------------------------------------------
@@ -261,7 +261,7 @@ def test_missing_variable_is_listed_with_its_shape(tmp_path):
     prefix = write_tf1_checkpoint(str(tmp_path / "model.ckpt"), weights)
     model = AlbertPretrainer(config)
     before = variable_values(model)
-    with pytest.raises(checkpoint_io.CheckpointMismatchError) as error:
+    with pytest.raises(matching.CheckpointMismatchError) as error:
         load_weights(model, prefix)
     assert error.value.missing == ["bert/pooler/dense/bias"]
     assert "missing from the file (1):\n  bert/pooler/dense/bias [16]" in str(error.value)
@@ -273,7 +273,7 @@ def test_extra_variable_is_listed_with_its_shape(tmp_path):
     weights = random_original_weights(config)
     weights["bert/encoder/transformer/group_0/inner_group_0/attention_1/self/extra/kernel"] = np.ones((3, 5), "f")
     prefix = write_tf1_checkpoint(str(tmp_path / "model.ckpt"), weights)
-    with pytest.raises(checkpoint_io.CheckpointMismatchError, match=r"unexpected in the file \(1\):\n  "
+    with pytest.raises(matching.CheckpointMismatchError, match=r"unexpected in the file \(1\):\n  "
                        r"bert/encoder/transformer/group_0/inner_group_0/attention_1/self/extra/kernel \[3,5\]"):
         load_weights(AlbertPretrainer(config), prefix)
 
@@ -283,7 +283,7 @@ def test_wrong_shape_names_both_shapes(tmp_path):
     weights = random_original_weights(config)
     weights["cls/predictions/output_bias"] = np.zeros(61, np.float32)
     prefix = write_tf1_checkpoint(str(tmp_path / "model.ckpt"), weights)
-    with pytest.raises(checkpoint_io.CheckpointMismatchError,
+    with pytest.raises(matching.CheckpointMismatchError,
                        match=r"cls/predictions/output_bias: file \[61\] vs model \[60\]") as error:
         load_weights(AlbertPretrainer(config), prefix)
     assert error.value.mismatched == [("cls/predictions/output_bias", (61,), (60,))]
@@ -292,7 +292,7 @@ def test_wrong_shape_names_both_shapes(tmp_path):
 def test_group_mismatch_names_both_layouts(tmp_path):
     weights = random_original_weights(tiny_config())
     prefix = write_tf1_checkpoint(str(tmp_path / "model.ckpt"), weights)
-    with pytest.raises(checkpoint_io.CheckpointMismatchError) as error:
+    with pytest.raises(matching.CheckpointMismatchError) as error:
         load_weights(AlbertPretrainer(tiny_config(num_hidden_groups=2)), prefix)
     message = str(error.value)
     assert ("block layout (group_{0} x inner_group_{0}, attention_{1}, ffn_{1}) does not match the model's "
@@ -330,7 +330,7 @@ def test_init_from_group0_starts_partial_sharing_from_an_all_shared_checkpoint(t
 
 def test_init_from_group0_still_rejects_unused_file_groups(tmp_path):
     save_weights(randomize(AlbertPretrainer(tiny_config(num_hidden_groups=2))), str(tmp_path / "m"), format="tf1")
-    with pytest.raises(checkpoint_io.CheckpointMismatchError, match=r"unexpected in the file \(16\):\n  "
+    with pytest.raises(matching.CheckpointMismatchError, match=r"unexpected in the file \(16\):\n  "
                        r"bert/encoder/transformer/group_1/inner_group_0/LayerNorm/beta \[16\]"):
         load_weights(AlbertPretrainer(tiny_config()), str(tmp_path), init_from_group0=True)
 
@@ -339,13 +339,13 @@ def test_classifier_from_pretraining_checkpoint_needs_allow_missing_heads(tmp_pa
     config = tiny_config()
     pretrainer = randomize(AlbertPretrainer(config))
     save_weights(pretrainer, str(tmp_path / "model.ckpt"), format="tf1")
-    with pytest.raises(checkpoint_io.CheckpointMismatchError) as error:
+    with pytest.raises(matching.CheckpointMismatchError) as error:
         load_weights(AlbertClassifier(config, num_labels=2), str(tmp_path))
     assert error.value.missing == ["output_bias", "output_weights"] and error.value.unexpected == []
     assert "allow_missing_heads" in str(error.value)
     classifier = AlbertClassifier(config, num_labels=2)
     fresh_head = classifier.head.output_weights.numpy()
-    with caplog.at_level(logging.INFO, logger="albert_tf.checkpoints.checkpoint_io"):
+    with caplog.at_level(logging.INFO, logger="albert_tf.checkpoints.loading"):
         result = load_weights(classifier, str(tmp_path), allow_missing_heads=True)
     assert result.missing_heads == ("output_bias", "output_weights")
     assert sorted(result.ignored) == sorted(name for name in variable_values(pretrainer) if name.startswith("cls/"))
@@ -359,11 +359,11 @@ def test_encoder_of_a_fine_tuned_checkpoint_needs_drop_unused_heads(tmp_path, fo
     config = tiny_config(num_hidden_groups=2)
     classifier = randomize(AlbertClassifier(config, num_labels=3))
     save_weights(classifier, str(tmp_path if format == "hf" else tmp_path / "model.ckpt"), format=format)
-    with pytest.raises(checkpoint_io.CheckpointMismatchError, match="drop_unused_heads") as error:
+    with pytest.raises(matching.CheckpointMismatchError, match="drop_unused_heads") as error:
         load_weights(AlbertEncoder(config), str(tmp_path))
     assert error.value.missing == [] and len(error.value.unexpected) == 2
     encoder = AlbertEncoder(config)
-    with caplog.at_level(logging.WARNING, logger="albert_tf.checkpoints.checkpoint_io"):
+    with caplog.at_level(logging.WARNING, logger="albert_tf.checkpoints.loading"):
         result = load_weights(encoder, str(tmp_path), drop_unused_heads=True)
     assert len(result.dropped_heads) == 2 and all("output_" in name for name in result.dropped_heads)
     assert "Left out 2 head variable(s)" in caplog.text
@@ -373,7 +373,7 @@ def test_encoder_of_a_fine_tuned_checkpoint_needs_drop_unused_heads(tmp_path, fo
 def test_drop_unused_heads_keeps_unused_encoder_variables_an_error(tmp_path):
     config = tiny_config(num_hidden_groups=2)
     save_weights(randomize(AlbertClassifier(config, num_labels=3)), str(tmp_path / "model.ckpt"), format="tf1")
-    with pytest.raises(checkpoint_io.CheckpointMismatchError, match="group_1") as error:
+    with pytest.raises(matching.CheckpointMismatchError, match="group_1") as error:
         load_weights(AlbertEncoder(tiny_config()), str(tmp_path), drop_unused_heads=True)
     assert error.value.unexpected and all(name.startswith("bert/") for name in error.value.unexpected)
 
@@ -383,7 +383,7 @@ def test_drop_unused_heads_keeps_unknown_hugging_face_encoder_names_an_error(tmp
     save_weights(randomize(AlbertClassifier(config, num_labels=3)), str(tmp_path), format="hf")
     unknown = "albert.encoder.albert_layer_groups.0.albert_layers.0.attention.extra_proj.weight"
     _rewrite_safetensors(str(tmp_path), lambda tensors: tensors.update({unknown: np.ones([2, 2], np.float32)}))
-    with pytest.raises(checkpoint_io.CheckpointMismatchError, match="extra_proj") as error:
+    with pytest.raises(matching.CheckpointMismatchError, match="extra_proj") as error:
         load_weights(AlbertEncoder(config), str(tmp_path), drop_unused_heads=True)
     assert unknown in error.value.unexpected
 
@@ -412,7 +412,7 @@ def test_bare_encoder_native_checkpoint_loads_into_pretrainer_encoder(tmp_path):
     config = tiny_config(num_hidden_groups=2)
     encoder = randomize(AlbertEncoder(config))
     save_weights(encoder, str(tmp_path / "ckpt"), format="native")
-    with pytest.raises(checkpoint_io.CheckpointMismatchError, match=r"missing from the file \(7\)"):
+    with pytest.raises(matching.CheckpointMismatchError, match=r"missing from the file \(7\)"):
         load_weights(AlbertPretrainer(config), str(tmp_path))
     restored = AlbertEncoder(config)
     load_weights(restored, str(tmp_path))
@@ -432,7 +432,7 @@ def test_native_object_paths_translate_to_tf1_names():
 
 def test_file_config_must_agree_with_the_model(tmp_path):
     save_weights(AlbertPretrainer(tiny_config(hidden_act="relu", num_hidden_layers=6)), str(tmp_path), format="hf")
-    with pytest.raises(checkpoint_io.CheckpointMismatchError) as error:
+    with pytest.raises(matching.CheckpointMismatchError) as error:
         load_weights(AlbertPretrainer(tiny_config()), str(tmp_path))
     assert "num_hidden_layers: file 6 vs model 4" in str(error.value)
     assert "hidden_act: file 'relu' vs model 'gelu'" in str(error.value)
@@ -498,7 +498,7 @@ def test_hf_masked_lm_without_pooler_and_sop_head_needs_allow_missing_heads(tmp_
             del state[name]
 
     _rewrite_safetensors(str(tmp_path), drop_pooler_and_sop)
-    with pytest.raises(checkpoint_io.CheckpointMismatchError, match="Only head variables \\(or the pooler\\)"):
+    with pytest.raises(matching.CheckpointMismatchError, match="Only head variables \\(or the pooler\\)"):
         load_weights(AlbertPretrainer(config), str(tmp_path))
     model = AlbertPretrainer(config)
     result = load_weights(model, str(tmp_path), allow_missing_heads=True)
@@ -516,23 +516,23 @@ def test_hf_erf_gelu_is_rejected():
 
 def test_detection_errors_say_what_was_found(tmp_path):
     (tmp_path / "empty").mkdir()
-    with pytest.raises(checkpoint_io.CheckpointFormatError,
+    with pytest.raises(formats.CheckpointFormatError,
                        match="is not a TF1 checkpoint, a Hugging Face directory or a native checkpoint: it holds no"):
-        checkpoint_io.detect_format(str(tmp_path / "empty"))
+        locating.detect_format(str(tmp_path / "empty"))
     (tmp_path / "torch").mkdir()
     (tmp_path / "torch" / "pytorch_model.bin").write_bytes(b"pickle")
-    with pytest.raises(checkpoint_io.CheckpointFormatError, match="read only from safetensors"):
-        checkpoint_io.detect_format(str(tmp_path / "torch"))
-    with pytest.raises(checkpoint_io.CheckpointFormatError, match="no checkpoint index"):
-        checkpoint_io.detect_format(str(tmp_path / "nothing_here"))
+    with pytest.raises(formats.CheckpointFormatError, match="read only from safetensors"):
+        locating.detect_format(str(tmp_path / "torch"))
+    with pytest.raises(formats.CheckpointFormatError, match="no checkpoint index"):
+        locating.detect_format(str(tmp_path / "nothing_here"))
     weights = {"bert/pooler/dense/bias": np.zeros(4, np.float32)}
     for step in (1, 2):
         write_tf1_checkpoint(str(tmp_path / "several" / f"model.ckpt-{step}"), weights)
     os.remove(tmp_path / "several" / "checkpoint")
-    with pytest.raises(checkpoint_io.CheckpointFormatError, match=r"several checkpoints \['model.ckpt-1', "):
-        checkpoint_io.detect_format(str(tmp_path / "several"))
-    with pytest.raises(checkpoint_io.CheckpointFormatError, match="holds a tf1 checkpoint, not the hf format"):
-        checkpoint_io.locate_checkpoint(str(tmp_path / "several" / "model.ckpt-2.index"), format="hf")
+    with pytest.raises(formats.CheckpointFormatError, match=r"several checkpoints \['model.ckpt-1', "):
+        locating.detect_format(str(tmp_path / "several"))
+    with pytest.raises(formats.CheckpointFormatError, match="holds a tf1 checkpoint, not the hf format"):
+        locating.locate_checkpoint(str(tmp_path / "several" / "model.ckpt-2.index"), format="hf")
 
 
 # ---- the run script --------------------------------------------------------------------------------
@@ -556,7 +556,7 @@ def test_convert_script_tarball_to_hf_to_native(tmp_path):
     assert sorted(os.listdir(tmp_path / "hf")) == ["config.json", "model.safetensors", "spiece.model"]
     to_native = _convert(f"--input={tmp_path / 'hf'}", f"--output={tmp_path / 'native'}", "--output_format=native")
     assert to_native.returncode == 0, to_native.stderr
-    assert checkpoint_io.detect_format(str(tmp_path / "native")) == "native"
+    assert locating.detect_format(str(tmp_path / "native")) == "native"
 
     model = AlbertPretrainer(config)
     load_weights(model, str(tmp_path / "native"))
@@ -609,13 +609,13 @@ def test_model_for_checkpoint_follows_the_hf_architecture(tmp_path):
                             (AlbertSpanPredictor(config), AlbertSpanPredictor), (AlbertEncoder(config), AlbertEncoder)):
         directory = str(tmp_path / expected.__name__)
         save_weights(model, directory, format="hf")
-        contents = checkpoint_io.read_checkpoint(directory)
-        assert type(checkpoint_io.model_for_checkpoint(contents, config)) is expected
-    encoder_contents = checkpoint_io.read_checkpoint(str(tmp_path / "AlbertEncoder"))
+        contents = reading.read_checkpoint(directory)
+        assert type(conversion.model_for_checkpoint(contents, config)) is expected
+    encoder_contents = reading.read_checkpoint(str(tmp_path / "AlbertEncoder"))
     with pytest.raises(ValueError, match="has no classifier head .output_weights"):
-        checkpoint_io.model_for_checkpoint(encoder_contents, config, head="classifier")
+        conversion.model_for_checkpoint(encoder_contents, config, head="classifier")
     with pytest.raises(ValueError, match="Unknown model head 'token'"):
-        checkpoint_io.model_for_checkpoint(encoder_contents, config, head="token")
+        conversion.model_for_checkpoint(encoder_contents, config, head="token")
 
 
 def test_token_classification_head_is_not_taken_for_a_sequence_classifier():

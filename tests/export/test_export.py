@@ -16,7 +16,7 @@ import pytest
 import tensorflow as tf
 
 from albert_tf import AlbertClassifier, AlbertConfig, AlbertPretrainer
-from albert_tf.checkpoints import checkpoint_io
+from albert_tf.checkpoints import writing
 from albert_tf.checkpoints.hub_module import VARIABLES_BY_TF1_NAME, load_encoder_weights, read_hub_module
 from albert_tf.checkpoints.tf1_names import model_variable_map
 from albert_tf.export.preprocessor import AlbertPreprocessor
@@ -74,7 +74,7 @@ def exported(tmp_path_factory):
                           num_hidden_layers=3, num_attention_heads=2, intermediate_size=48, embedding_size=16,
                           max_position_embeddings=128, hidden_dropout_prob=0.1, attention_probs_dropout_prob=0.1)
     pretrainer = AlbertPretrainer(config)
-    checkpoint = checkpoint_io.save_weights(pretrainer, str(directory / "ckpt" / "model"), format="native")
+    checkpoint = writing.save_weights(pretrainer, str(directory / "ckpt" / "model"), format="native")
     config_file = str(directory / "albert_config.json")
     config.to_json_file(config_file)
     export_path = str(directory / "hub")
@@ -278,7 +278,7 @@ def test_export_refuses_random_weights_existing_exports_and_wrong_vocabularies(e
 def test_export_of_a_fine_tuned_classifier_leaves_its_head_out(exported, tmp_path):
     config, spm_model = exported["pretrainer"].config, exported["spm_model"]
     classifier = AlbertClassifier(config, num_labels=3)
-    checkpoint = checkpoint_io.save_weights(classifier, str(tmp_path / "ckpt" / "model"), format="native")
+    checkpoint = writing.save_weights(classifier, str(tmp_path / "ckpt" / "model"), format="native")
     encoder_dir, _ = export_hub_modules(str(tmp_path / "hub"), config, spm_model, init_checkpoint=checkpoint)
     loaded = tf.saved_model.load(encoder_dir)
     assert not hasattr(loaded, "mlm")

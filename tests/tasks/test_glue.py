@@ -12,7 +12,7 @@ import tensorflow as tf
 import tensorflow_datasets as tfds
 
 from albert_tf import AlbertClassifier, AlbertConfig, AlbertEncoder
-from albert_tf.checkpoints import checkpoint_io
+from albert_tf.checkpoints import loading, writing
 from albert_tf.tokenization import AlbertTokenizer
 from data_gen import glue
 from tests import fixtures
@@ -338,8 +338,8 @@ def test_run_glue_learns_writes_predictions_and_restarts_from_a_tf1_checkpoint(t
     # The fine-tuned weights, written as an original TF1 checkpoint with its config and vocabulary beside it:
     # a second run evaluates from it (no config or spm flags) and gets the same numbers.
     model = AlbertClassifier(json.loads(config_file.read_text()), num_labels=2)
-    checkpoint_io.load_weights(model, str(tmp_path / "run" / "best"))
-    checkpoint_io.save_checkpoint_directory(model, str(tmp_path / "tf1"), "tf1",
+    loading.load_weights(model, str(tmp_path / "run" / "best"))
+    writing.save_checkpoint_directory(model, str(tmp_path / "tf1"), "tf1",
                                             vocab_files=[tokenizer.spm_model_file])
     _run_glue(*common, f"--output_dir={tmp_path / 'from_tf1'}", f"--init_checkpoint={tmp_path / 'tf1'}",
               "--do_eval", "--do_predict", f"--export_dir={tmp_path / 'export'}")
@@ -369,7 +369,7 @@ def test_run_glue_from_an_exported_hub_module(tmp_path, tokenizer):
     # A fixed starting point: from some random encoders, 60 steps do not reach the accuracy asserted below.
     keras.utils.set_random_seed(0)
     pretrained = AlbertEncoder(config)
-    checkpoint_io.save_checkpoint_directory(pretrained, str(tmp_path / "tf1"), "tf1")
+    writing.save_checkpoint_directory(pretrained, str(tmp_path / "tf1"), "tf1")
     export_hub_modules(str(tmp_path / "hub"), config, tokenizer.spm_model_file,
                        init_checkpoint=str(tmp_path / "tf1"), seq_length=32)
     log = _run_glue(f"--data_dir={tmp_path / 'glue'}", "--task_name=MRPC", "--max_seq_length=32",
@@ -382,5 +382,5 @@ def test_run_glue_from_an_exported_hub_module(tmp_path, tokenizer):
     assert results["global_step"] == 60 and results["accuracy"] > 0.9
 
     restarted = AlbertClassifier(config, num_labels=2)
-    checkpoint_io.load_weights(restarted, str(tmp_path / "run"))
+    loading.load_weights(restarted, str(tmp_path / "run"))
     assert not np.allclose(restarted.encoder.pooler.kernel.numpy(), pretrained.pooler.kernel.numpy())
