@@ -23,9 +23,9 @@ listing.
 
 import sys
 
-from absl import app, flags, logging
+from absl import app, flags
 
-from albert_tf.checkpoints import conversion, formats, loading, locating, reading, writing
+from albert_tf.checkpoints import conversion, formats
 from albert_tf.config import load_config
 
 FLAGS = flags.FLAGS
@@ -53,27 +53,15 @@ flags.DEFINE_boolean("init_from_group0", False,
 def main(argv):
     del argv
     try:
-        contents = reading.read_checkpoint(FLAGS.input, FLAGS.input_format)
-        if FLAGS.albert_config_file or FLAGS.preset:
-            config = load_config(FLAGS.albert_config_file, FLAGS.preset)
-        elif contents.config is not None:
-            config = contents.config
-            logging.info("Using the config in %s", contents.config_source)
-        else:
-            raise ValueError(f"No config found with {FLAGS.input} (no albert_config.json beside it or in assets/, "
-                             f"no config.json); pass --albert_config_file or --preset.")
-        model = conversion.model_for_checkpoint(contents, config, FLAGS.head)
-        result = loading.load_weights(model, contents, allow_missing_heads=FLAGS.allow_missing_heads,
-                                      init_from_group0=FLAGS.init_from_group0,
-                                      drop_unused_heads=FLAGS.drop_unused_heads)
-        output = writing.save_checkpoint_directory(
-            model, FLAGS.output, FLAGS.output_format, global_step=result.global_step,
-            vocab_files=locating.find_vocab_files(contents.location))
+        given = FLAGS.albert_config_file or FLAGS.preset
+        config = load_config(FLAGS.albert_config_file, FLAGS.preset) if given else None
+        conversion.convert_checkpoint(FLAGS.input, FLAGS.output, FLAGS.output_format, input_format=FLAGS.input_format,
+                                      config=config, head=FLAGS.head, allow_missing_heads=FLAGS.allow_missing_heads,
+                                      drop_unused_heads=FLAGS.drop_unused_heads,
+                                      init_from_group0=FLAGS.init_from_group0)
     except ValueError as error:
         print(f"convert_checkpoint: {error}", file=sys.stderr)
         sys.exit(1)
-    logging.info("Wrote %s (%s) with %d variables of a %s from %s (%s).", output, FLAGS.output_format,
-                 result.num_loaded, type(model).__name__, contents.location.path, contents.format)
 
 
 if __name__ == "__main__":

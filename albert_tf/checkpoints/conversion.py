@@ -1,8 +1,17 @@
-"""The model a checkpoint's variables belong to, for converting it between formats."""
+"""Converts a checkpoint between formats: read, loaded strictly into the model its variables belong to, and
+written anew with its config and SentencePiece model (what run_scripts.convert_checkpoint runs)."""
 
-from albert_tf.checkpoints.reading import CheckpointContents
+import logging
+from typing import Optional
+
+from albert_tf.checkpoints.loading import load_weights
+from albert_tf.checkpoints.locating import find_vocab_files
+from albert_tf.checkpoints.reading import CheckpointContents, read_checkpoint
 from albert_tf.checkpoints.tf1_names import PRETRAINING_HEAD_SCOPES
+from albert_tf.checkpoints.writing import save_checkpoint_directory
 from albert_tf.config import AlbertConfig
+
+logger = logging.getLogger(__name__)
 
 MODEL_HEADS = ("auto", "encoder", "pretraining", "classifier", "multiple_choice", "squad")
 
@@ -49,3 +58,29 @@ def model_for_checkpoint(contents: CheckpointContents, config: AlbertConfig, hea
               "encoder": AlbertEncoder}
     return models[head](config)
 
+
+def convert_checkpoint(input_path: str, output_dir: str, output_format: str, input_format: str = "auto",
+                       config: Optional[AlbertConfig] = None, head: str = "auto", allow_missing_heads: bool = False,
+                       drop_unused_heads: bool = False, init_from_group0: bool = False) -> str:
+    """Reads the checkpoint at `input_path`, loads it into its model (see model_for_checkpoint) and writes
+    `output_dir` in `output_format` with the SentencePiece files found beside the input; returns `output_dir`.
+
+    The config is `config` when given, else the one found with the input. Any missing, unexpected or
+    mis-shaped variable raises CheckpointMismatchError (see matching.py); allow_missing_heads,
+    drop_unused_heads and init_from_group0 are load_weights'.
+    """
+    contents = read_checkpoint(input_path, input_format)
+    if config is None:
+        if contents.config is None:
+            raise ValueError(f"No config found with {input_path} (no albert_config.json beside it or in assets/, "
+                             f"no config.json); pass --albert_config_file or --preset.")
+        config = contents.config
+        logger.info("Using the config in %s", contents.config_source)
+    model = model_for_checkpoint(contents, config, head)
+    result = load_weights(model, contents, allow_missing_heads=allow_missing_heads,
+                          init_from_group0=init_from_group0, drop_unused_heads=drop_unused_heads)
+    output = save_checkpoint_directory(model, output_dir, output_format, global_step=result.global_step,
+                                       vocab_files=find_vocab_files(contents.location))
+    logger.info("Wrote %s (%s) with %d variables of a %s from %s (%s).", output, output_format, result.num_loaded,
+                type(model).__name__, contents.location.path, contents.format)
+    return output
