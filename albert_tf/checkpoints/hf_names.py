@@ -35,11 +35,11 @@ import numpy as np
 
 from albert_tf.checkpoints.tf1_names import half_variable_name, parse_half_name
 from albert_tf.config import PASSTHROUGH_KEYS, AlbertConfig
+from albert_tf.layers.embeddings import LAYER_NORM_EPSILON
 from albert_tf.models.sharing import build_sharing_plan
 
 SHARE_TYPE_KEY = "albert_tf_share_type"
 NUM_HIDDEN_GROUPS_KEY = "albert_tf_num_hidden_groups"
-LAYER_NORM_EPSILON = 1e-12
 HF_CLASSIFIER_DROPOUT = 0.1
 
 # HF name -> (TF1 name, transposed).
