@@ -1,0 +1,45 @@
+"""conversion.convert_checkpoint from Python: what run_scripts.convert_checkpoint runs, without absl."""
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from albert_tf import AlbertClassifier, AlbertConfig, AlbertEncoder, load_weights, save_weights
+from albert_tf.checkpoints import conversion
+
+
+def _config():
+    return AlbertConfig(vocab_size=50, hidden_size=8, num_hidden_layers=2, num_attention_heads=2,
+                        intermediate_size=16, embedding_size=4)
+
+
+def _values(model):
+    return {variable.path: variable.numpy() for variable in model.weights}
+
+
+def test_convert_checkpoint_round_trips_a_classifier_through_tf1(tmp_path):
+    config = _config()
+    classifier = AlbertClassifier(config, num_labels=3)
+    classifier.head.output_bias.assign(np.arange(3, dtype=np.float32))
+    save_weights(classifier, str(tmp_path / "hf"), format="hf")
+
+    tf1_dir = conversion.convert_checkpoint(str(tmp_path / "hf"), str(tmp_path / "tf1"), "tf1")
+    assert tf1_dir == str(tmp_path / "tf1")
+    reader = tf.train.load_checkpoint(tf1_dir)
+    np.testing.assert_array_equal(reader.get_tensor("output_weights"), classifier.head.output_weights.numpy())
+    np.testing.assert_array_equal(reader.get_tensor("output_bias"), [0.0, 1.0, 2.0])
+
+    conversion.convert_checkpoint(tf1_dir, str(tmp_path / "hf_again"), "hf", config=config, head="classifier")
+    loaded = AlbertClassifier(config, num_labels=3)
+    load_weights(loaded, str(tmp_path / "hf_again"))
+    expected, actual = _values(classifier), _values(loaded)
+    assert sorted(expected) == sorted(actual)
+    for path, value in expected.items():
+        np.testing.assert_array_equal(actual[path], value, err_msg=path)
+
+
+def test_convert_checkpoint_needs_a_config(tmp_path):
+    save_weights(AlbertEncoder(_config()), str(tmp_path / "bare" / "model.ckpt"), format="tf1")
+    with pytest.raises(ValueError, match="No config found with .*bare.*; pass --albert_config_file or --preset"):
+        conversion.convert_checkpoint(str(tmp_path / "bare"), str(tmp_path / "out"), "hf")
+    assert not (tmp_path / "out").exists()
