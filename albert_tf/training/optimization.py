@@ -78,7 +78,8 @@ class AdamWeightDecayOptimizer(keras.optimizers.Optimizer):
     `update = m / (sqrt(v) + epsilon) + weight_decay_rate * w` (the decay term only when no pattern in
     `exclude_from_weight_decay` is found by `re.search` in the variable's path), `w -= lr * update`.
     Moments and arithmetic are float32; the variables must be float32 (master weights under the mixed
-    policies).
+    policies). The defaults are the original class's: no decay and no exclusions; `create_optimizer` passes
+    the original training scripts' 0.01 and LayerNorm/bias exclusions.
 
     Example:
     >>> variable = keras.Variable([1.0, -2.0], name="kernel")
@@ -88,8 +89,8 @@ class AdamWeightDecayOptimizer(keras.optimizers.Optimizer):
     [0.6838, -2.3162]
     """
 
-    def __init__(self, learning_rate=0.001, weight_decay_rate=0.01, beta_1=0.9, beta_2=0.999, epsilon=1e-6,
-                 exclude_from_weight_decay=DEFAULT_EXCLUDE_FROM_WEIGHT_DECAY, name=None, **kwargs):
+    def __init__(self, learning_rate=0.001, weight_decay_rate=0.0, beta_1=0.9, beta_2=0.999, epsilon=1e-6,
+                 exclude_from_weight_decay=None, name=None, **kwargs):
         for option in ("weight_decay", "global_clipnorm", "clipnorm", "clipvalue", "use_ema",
                        "gradient_accumulation_steps"):
             if kwargs.get(option):
@@ -174,9 +175,8 @@ class LAMBOptimizer(AdamWeightDecayOptimizer):
     [2.6464, 3.6464]
     """
 
-    def __init__(self, learning_rate=0.001, weight_decay_rate=0.01, beta_1=0.9, beta_2=0.999, epsilon=1e-6,
-                 exclude_from_weight_decay=DEFAULT_EXCLUDE_FROM_WEIGHT_DECAY, exclude_from_layer_adaptation=None,
-                 name=None, **kwargs):
+    def __init__(self, learning_rate=0.001, weight_decay_rate=0.0, beta_1=0.9, beta_2=0.999, epsilon=1e-6,
+                 exclude_from_weight_decay=None, exclude_from_layer_adaptation=None, name=None, **kwargs):
         super().__init__(learning_rate=learning_rate, weight_decay_rate=weight_decay_rate, beta_1=beta_1,
                          beta_2=beta_2, epsilon=epsilon, exclude_from_weight_decay=exclude_from_weight_decay,
                          name=name, **kwargs)

@@ -80,7 +80,7 @@ def test_several_steps_match_the_original_equations(name):
 
 def test_exclusions_are_matched_against_the_variable_path():
     variables = _make_variables(np.random.default_rng(1))
-    lamb = optimization.LAMBOptimizer(learning_rate=0.5, weight_decay_rate=0.1,
+    lamb = optimization.LAMBOptimizer(learning_rate=0.5, weight_decay_rate=0.1, exclude_from_weight_decay=EXCLUDED,
                                       exclude_from_layer_adaptation=["dense/kernel"])
     before = {path: v.numpy() for path, v in variables.items()}
     # Zero gradients isolate the decay: the update is weight_decay_rate * w where decayed, else 0.
@@ -98,10 +98,11 @@ def test_exclusions_are_matched_against_the_variable_path():
     for path in ("albert_encoder/dense/bias", "albert_encoder/embeddings/LayerNorm/gamma", "mlm_head/output_bias"):
         np.testing.assert_array_equal(variables[path].numpy(), before[path])
 
-    # Default LAMB: the decay exclusions are also the adaptation exclusions; a decayed, adapted variable
-    # with zero gradient has ratio ||w|| / ||wd * w|| = 1 / wd, so it moves by lr * w.
+    # Without exclude_from_layer_adaptation, the decay exclusions are also the adaptation exclusions; a decayed,
+    # adapted variable with zero gradient has ratio ||w|| / ||wd * w|| = 1 / wd, so it moves by lr * w.
     variables = _make_variables(np.random.default_rng(1))
-    default_lamb = optimization.LAMBOptimizer(learning_rate=0.5, weight_decay_rate=0.1)
+    default_lamb = optimization.LAMBOptimizer(learning_rate=0.5, weight_decay_rate=0.1,
+                                              exclude_from_weight_decay=EXCLUDED)
     default_lamb.apply([tf.zeros_like(v) for v in variables.values()], list(variables.values()))
     assert default_lamb.exclude_from_layer_adaptation == list(EXCLUDED)
     np.testing.assert_allclose(variables["albert_encoder/dense/kernel"].numpy(),
@@ -173,3 +174,21 @@ def test_rejects_non_float32_variables():
     variable = keras.Variable(np.ones(3), dtype="bfloat16", name="kernel")
     with pytest.raises(ValueError, match=r"kernel \(bfloat16\)"):
         optimization.AdamWeightDecayOptimizer().build([variable])
+
+
+def test_constructor_defaults_are_the_original_classes():
+    # The original AdamWeightDecayOptimizer and LAMBOptimizer default to weight_decay_rate=0.0 and no exclusions;
+    # only its create_optimizer passes 0.01 and the LayerNorm/bias exclusions.
+    variables = _make_variables(np.random.default_rng(3))
+    for optimizer_class in (optimization.AdamWeightDecayOptimizer, optimization.LAMBOptimizer):
+        optimizer = optimizer_class(learning_rate=0.5)
+        assert optimizer.weight_decay_rate == 0.0
+        assert optimizer.exclude_from_weight_decay == []
+        assert not any(optimizer.uses_weight_decay(path) for path in variables)
+    lamb = optimization.LAMBOptimizer(learning_rate=0.5, weight_decay_rate=0.1)
+    assert all(lamb.uses_weight_decay(path) for path in variables)
+    assert all(lamb.uses_layer_adaptation(path) for path in variables)
+
+    created = optimization.create_optimizer("adamw", init_lr=1e-3, num_train_steps=10, num_warmup_steps=0)
+    assert created.weight_decay_rate == 0.01
+    assert created.exclude_from_weight_decay == list(EXCLUDED)
