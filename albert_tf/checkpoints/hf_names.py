@@ -35,7 +35,7 @@ import numpy as np
 
 from albert_tf.checkpoints.tf1_names import half_variable_name, parse_half_name
 from albert_tf.config import PASSTHROUGH_KEYS, AlbertConfig
-from albert_tf.layers.embeddings import LAYER_NORM_EPSILON
+from albert_tf.layers.initializers import LAYER_NORM_EPSILON
 from albert_tf.models.sharing import build_sharing_plan
 
 SHARE_TYPE_KEY = "albert_tf_share_type"

@@ -5,7 +5,7 @@ import math
 import keras
 import tensorflow as tf
 
-from albert_tf.layers.embeddings import LAYER_NORM_EPSILON
+from albert_tf.layers.initializers import LAYER_NORM_EPSILON, truncated_normal
 from albert_tf.layers.replica_dropout import ReplicaDropout
 
 
@@ -42,7 +42,7 @@ class AlbertAttention(keras.layers.Layer):
         def dense(name):
             return keras.layers.Dense(
                 hidden_size, name=name, dtype=self.dtype_policy,
-                kernel_initializer=keras.initializers.TruncatedNormal(stddev=initializer_range))
+                kernel_initializer=truncated_normal(initializer_range))
 
         self.query = dense("query")
         self.key = dense("key")

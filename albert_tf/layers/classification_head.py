@@ -3,6 +3,8 @@
 import keras
 import tensorflow as tf
 
+from albert_tf.layers.initializers import truncated_normal
+
 
 class ClassificationHead(keras.layers.Layer):
     """logits = pooled · output_weightsᵀ + output_bias, output_weights stored [num_classes, H] as in TF1.
@@ -26,7 +28,7 @@ class ClassificationHead(keras.layers.Layer):
     def build(self, input_shape=None):
         self.output_weights = self.add_weight(
             name="output_weights", shape=(self.num_classes, self.hidden_size),
-            initializer=keras.initializers.TruncatedNormal(stddev=self.initializer_range))
+            initializer=truncated_normal(self.initializer_range))
         self.output_bias = self.add_weight(name="output_bias", shape=(self.num_classes,), initializer="zeros")
         self.built = True
 

@@ -3,9 +3,8 @@
 import keras
 import tensorflow as tf
 
+from albert_tf.layers.initializers import LAYER_NORM_EPSILON, truncated_normal
 from albert_tf.layers.replica_dropout import ReplicaDropout
-
-LAYER_NORM_EPSILON = 1e-12
 
 
 class AlbertEmbeddings(keras.layers.Layer):
@@ -34,7 +33,7 @@ class AlbertEmbeddings(keras.layers.Layer):
         self.dropout = ReplicaDropout(dropout_rate, dtype=self.dtype_policy)
 
     def build(self, input_shape=None):
-        initializer = keras.initializers.TruncatedNormal(stddev=self.initializer_range)
+        initializer = truncated_normal(self.initializer_range)
         self.word_embeddings = self.add_weight(
             name="word_embeddings", shape=(self.vocab_size, self.embedding_size), initializer=initializer)
         self.token_type_embeddings = self.add_weight(

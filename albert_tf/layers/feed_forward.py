@@ -4,7 +4,7 @@ import keras
 import tensorflow as tf
 
 from albert_tf.layers.activations import get_activation
-from albert_tf.layers.embeddings import LAYER_NORM_EPSILON
+from albert_tf.layers.initializers import LAYER_NORM_EPSILON, truncated_normal
 from albert_tf.layers.recomputation import input_for_recomputation
 from albert_tf.layers.replica_dropout import ReplicaDropout
 
@@ -64,7 +64,7 @@ class AlbertFeedForward(keras.layers.Layer):
         self.hidden_act = hidden_act
         self.hidden_dropout_prob = hidden_dropout_prob
         self.initializer_range = initializer_range
-        initializer = keras.initializers.TruncatedNormal(stddev=initializer_range)
+        initializer = truncated_normal(initializer_range)
         self.activation = get_activation(hidden_act)
         # W1 without its activation: the activation runs inside `activated_projection` with W2.
         self.intermediate = keras.layers.Dense(intermediate_size, kernel_initializer=initializer, name="intermediate",

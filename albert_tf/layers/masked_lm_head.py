@@ -4,7 +4,7 @@ import keras
 import tensorflow as tf
 
 from albert_tf.layers.activations import get_activation
-from albert_tf.layers.embeddings import LAYER_NORM_EPSILON
+from albert_tf.layers.initializers import LAYER_NORM_EPSILON, truncated_normal
 
 
 def gather_positions(sequence_output, positions):
@@ -36,7 +36,7 @@ class AlbertMaskedLMHead(keras.layers.Layer):
         self.initializer_range = initializer_range
         self.dense = keras.layers.Dense(
             embedding_size, activation=get_activation(hidden_act), name="dense", dtype=self.dtype_policy,
-            kernel_initializer=keras.initializers.TruncatedNormal(stddev=initializer_range))
+            kernel_initializer=truncated_normal(initializer_range))
         self.layer_norm = keras.layers.LayerNormalization(epsilon=LAYER_NORM_EPSILON, name="LayerNorm",
                                                           dtype=self.dtype_policy)
 

@@ -3,7 +3,7 @@
 import keras
 import tensorflow as tf
 
-from albert_tf.layers.embeddings import LAYER_NORM_EPSILON
+from albert_tf.layers.initializers import LAYER_NORM_EPSILON, truncated_normal
 from albert_tf.layers.masked_lm_head import gather_positions
 from albert_tf.layers.replica_dropout import ReplicaDropout
 
@@ -48,7 +48,7 @@ class SquadV2Head(keras.layers.Layer):
         def dense(units, name, activation=None, use_bias=True):
             return keras.layers.Dense(
                 units, activation=activation, use_bias=use_bias, name=name, dtype=self.dtype_policy,
-                kernel_initializer=keras.initializers.TruncatedNormal(stddev=initializer_range))
+                kernel_initializer=truncated_normal(initializer_range))
 
         self.start_dense = dense(1, "start_logits")
         self.end_dense_0 = dense(hidden_size, "end_logits_dense_0", activation="tanh")

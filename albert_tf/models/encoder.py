@@ -7,6 +7,7 @@ from albert_tf.config import AlbertConfig
 from albert_tf.layers.attention import AlbertAttention
 from albert_tf.layers.embeddings import AlbertEmbeddings
 from albert_tf.layers.feed_forward import AlbertFeedForward
+from albert_tf.layers.initializers import truncated_normal
 from albert_tf.layers.recomputation import num_recomputed_blocks, run_blocks_recomputed
 from albert_tf.models.sharing import build_sharing_plan
 
@@ -68,7 +69,7 @@ class AlbertEncoder(keras.Model):
         if config.embedding_size != config.hidden_size:
             self.embedding_projection = keras.layers.Dense(
                 config.hidden_size, name="embedding_hidden_mapping_in", dtype=self.dtype_policy,
-                kernel_initializer=keras.initializers.TruncatedNormal(stddev=config.initializer_range))
+                kernel_initializer=truncated_normal(config.initializer_range))
         self.attention_layers = [
             AlbertAttention(hidden_size=config.hidden_size, num_attention_heads=config.num_attention_heads,
                             attention_probs_dropout_prob=config.attention_probs_dropout_prob,
@@ -88,7 +89,7 @@ class AlbertEncoder(keras.Model):
             setattr(self, layer.name, layer)
         self.pooler = keras.layers.Dense(
             config.hidden_size, activation="tanh", name="pooler", dtype=self.dtype_policy,
-            kernel_initializer=keras.initializers.TruncatedNormal(stddev=config.initializer_range))
+            kernel_initializer=truncated_normal(config.initializer_range))
         self.build()
 
     def build(self, input_shape=None):

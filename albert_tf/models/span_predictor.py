@@ -3,6 +3,7 @@
 import keras
 import tensorflow as tf
 
+from albert_tf.layers.initializers import truncated_normal
 from albert_tf.models.classifier import HEAD_INITIALIZER_STDDEV
 from albert_tf.models.encoder import AlbertEncoder, as_config
 
@@ -29,7 +30,7 @@ class AlbertSpanPredictor(keras.Model):
         self.encoder = AlbertEncoder(self.config, recompute_blocks=recompute_blocks, dtype=self.dtype_policy)
         self.output_weights = self.add_weight(
             name="output_weights", shape=(2, self.config.hidden_size),
-            initializer=keras.initializers.TruncatedNormal(stddev=HEAD_INITIALIZER_STDDEV))
+            initializer=truncated_normal(HEAD_INITIALIZER_STDDEV))
         self.output_bias = self.add_weight(name="output_bias", shape=(2,), initializer="zeros")
         self.built = True
 
