@@ -1,20 +1,17 @@
 """AlbertClassifier: pooled output -> dropout -> the original's GLUE head (classification or regression)."""
 
-import keras
-
 from albert_tf.layers.classification_head import ClassificationHead
+from albert_tf.layers.initializers import HEAD_INITIALIZER_STDDEV
 from albert_tf.layers.replica_dropout import ReplicaDropout
-from albert_tf.models.encoder import AlbertEncoder, as_config
-
-# The original fine-tuning heads initialise with a fixed stddev, not the config's initializer_range.
-HEAD_INITIALIZER_STDDEV = 0.02
+from albert_tf.models.task_model import AlbertTaskModel
 
 
-class AlbertClassifier(keras.Model):
+class AlbertClassifier(AlbertTaskModel):
     """Sentence(-pair) classification, or regression with `num_labels=1` (STS-B).
 
     Variables match run_classifier.py: `output_weights` [num_labels, H] and `output_bias`.
     Dropout (0.1 by default, the original's) applies to the pooled output only when training.
+    Built from a config or around an AlbertEncoder (`encoder=`), as AlbertTaskModel describes.
 
     Example:
     >>> import tensorflow as tf
@@ -27,14 +24,11 @@ class AlbertClassifier(keras.Model):
     TensorShape([1, 3])
     """
 
-    def __init__(self, config, num_labels, dropout_rate=0.1, recompute_blocks=False, **kwargs):
+    def __init__(self, config=None, num_labels=2, dropout_rate=0.1, recompute_blocks=None, encoder=None, **kwargs):
         kwargs.setdefault("name", "albert_classifier")
-        super().__init__(**kwargs)
-        self.config = as_config(config)
+        super().__init__(config, recompute_blocks=recompute_blocks, encoder=encoder, **kwargs)
         self.num_labels = num_labels
         self.dropout_rate = dropout_rate
-        self.recompute_blocks = recompute_blocks
-        self.encoder = AlbertEncoder(self.config, recompute_blocks=recompute_blocks, dtype=self.dtype_policy)
         self.dropout = ReplicaDropout(dropout_rate, dtype=self.dtype_policy)
         self.head = ClassificationHead(hidden_size=self.config.hidden_size, num_classes=num_labels,
                                        initializer_range=HEAD_INITIALIZER_STDDEV, name="output",
@@ -51,10 +45,6 @@ class AlbertClassifier(keras.Model):
         return {"output_weights": self.head.output_weights, "output_bias": self.head.output_bias}
 
     def get_config(self):
-        return {"config": self.config.to_dict(), "num_labels": self.num_labels,
-                "dropout_rate": self.dropout_rate, "recompute_blocks": self.recompute_blocks,
-                "name": self.name}
-
-    @classmethod
-    def from_config(cls, config):
-        return cls(**config)
+        config = super().get_config()
+        config.update(num_labels=self.num_labels, dropout_rate=self.dropout_rate)
+        return config

@@ -1,19 +1,20 @@
 """AlbertMultipleChoice: one score per choice from the pooled output, softmax across choices (RACE)."""
 
-import keras
 import tensorflow as tf
 
 from albert_tf.layers.classification_head import ClassificationHead
+from albert_tf.layers.initializers import HEAD_INITIALIZER_STDDEV
 from albert_tf.layers.replica_dropout import ReplicaDropout
-from albert_tf.models.classifier import HEAD_INITIALIZER_STDDEV
-from albert_tf.models.encoder import INPUT_NAMES, AlbertEncoder, as_config
+from albert_tf.models.encoder import INPUT_NAMES
+from albert_tf.models.task_model import AlbertTaskModel
 
 
-class AlbertMultipleChoice(keras.Model):
+class AlbertMultipleChoice(AlbertTaskModel):
     """Takes int32 [batch, num_choices, seq] inputs and returns logits [batch, num_choices].
 
     Each choice is encoded as its own sequence (`[CLS] article [SEP] qa_i [SEP]` for RACE);
     the original's race_utils scores it with `output_weights` [1, H] and `output_bias` [1].
+    Built from a config or around an AlbertEncoder (`encoder=`), as AlbertTaskModel describes.
 
     Example:
     >>> from albert_tf import AlbertConfig
@@ -25,14 +26,11 @@ class AlbertMultipleChoice(keras.Model):
     TensorShape([2, 4])
     """
 
-    def __init__(self, config, num_choices=4, dropout_rate=0.1, recompute_blocks=False, **kwargs):
+    def __init__(self, config=None, num_choices=4, dropout_rate=0.1, recompute_blocks=None, encoder=None, **kwargs):
         kwargs.setdefault("name", "albert_multiple_choice")
-        super().__init__(**kwargs)
-        self.config = as_config(config)
+        super().__init__(config, recompute_blocks=recompute_blocks, encoder=encoder, **kwargs)
         self.num_choices = num_choices
         self.dropout_rate = dropout_rate
-        self.recompute_blocks = recompute_blocks
-        self.encoder = AlbertEncoder(self.config, recompute_blocks=recompute_blocks, dtype=self.dtype_policy)
         self.dropout = ReplicaDropout(dropout_rate, dtype=self.dtype_policy)
         self.head = ClassificationHead(hidden_size=self.config.hidden_size, num_classes=1,
                                        initializer_range=HEAD_INITIALIZER_STDDEV, name="output",
@@ -52,10 +50,6 @@ class AlbertMultipleChoice(keras.Model):
         return {"output_weights": self.head.output_weights, "output_bias": self.head.output_bias}
 
     def get_config(self):
-        return {"config": self.config.to_dict(), "num_choices": self.num_choices,
-                "dropout_rate": self.dropout_rate, "recompute_blocks": self.recompute_blocks,
-                "name": self.name}
-
-    @classmethod
-    def from_config(cls, config):
-        return cls(**config)
+        config = super().get_config()
+        config.update(num_choices=self.num_choices, dropout_rate=self.dropout_rate)
+        return config

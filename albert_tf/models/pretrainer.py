@@ -1,16 +1,15 @@
 """AlbertPretrainer: the encoder with the masked-LM and sentence-order heads."""
 
-import keras
-
 from albert_tf.layers.classification_head import ClassificationHead
 from albert_tf.layers.masked_lm_head import AlbertMaskedLMHead
-from albert_tf.models.encoder import AlbertEncoder, as_config
+from albert_tf.models.task_model import AlbertTaskModel
 
 
-class AlbertPretrainer(keras.Model):
+class AlbertPretrainer(AlbertTaskModel):
     """Takes the encoder's input dict plus `masked_lm_positions` [B, P] and returns `mlm_logits`
     [B, P, V] and `sop_logits` [B, 2] (float32). The encoder is `.encoder`; `recompute_blocks`
-    is its option (re-run blocks in the backward pass to save memory).
+    is its option (re-run blocks in the backward pass to save memory). Built from a config or
+    around an AlbertEncoder (`encoder=`), as AlbertTaskModel describes.
 
     Example:
     >>> from albert_tf import AlbertConfig
@@ -24,13 +23,10 @@ class AlbertPretrainer(keras.Model):
     (TensorShape([1, 1, 100]), TensorShape([1, 2]))
     """
 
-    def __init__(self, config, recompute_blocks=False, **kwargs):
+    def __init__(self, config=None, recompute_blocks=None, encoder=None, **kwargs):
         kwargs.setdefault("name", "albert_pretrainer")
-        super().__init__(**kwargs)
-        self.config = as_config(config)
-        self.recompute_blocks = recompute_blocks
+        super().__init__(config, recompute_blocks=recompute_blocks, encoder=encoder, **kwargs)
         config = self.config
-        self.encoder = AlbertEncoder(config, recompute_blocks=recompute_blocks, dtype=self.dtype_policy)
         self.masked_lm_head = AlbertMaskedLMHead(
             vocab_size=config.vocab_size, embedding_size=config.embedding_size, hidden_act=config.hidden_act,
             initializer_range=config.initializer_range, name="predictions", dtype=self.dtype_policy)
@@ -50,10 +46,3 @@ class AlbertPretrainer(keras.Model):
                                          self.encoder.embeddings.word_embeddings)
         sop_logits = self.sentence_order_head(encoder_outputs["pooled_output"])
         return {"mlm_logits": mlm_logits, "sop_logits": sop_logits}
-
-    def get_config(self):
-        return {"config": self.config.to_dict(), "recompute_blocks": self.recompute_blocks, "name": self.name}
-
-    @classmethod
-    def from_config(cls, config):
-        return cls(**config)

@@ -1,16 +1,15 @@
 """AlbertSpanPredictor: SQuAD v1.1 start/end logits from the sequence output."""
 
-import keras
 import tensorflow as tf
 
-from albert_tf.layers.initializers import truncated_normal
-from albert_tf.models.classifier import HEAD_INITIALIZER_STDDEV
-from albert_tf.models.encoder import AlbertEncoder, as_config
+from albert_tf.layers.initializers import HEAD_INITIALIZER_STDDEV, truncated_normal
+from albert_tf.models.task_model import AlbertTaskModel
 
 
-class AlbertSpanPredictor(keras.Model):
+class AlbertSpanPredictor(AlbertTaskModel):
     """The original's v1 head: `cls/squad/output_weights` [2, H] and `cls/squad/output_bias` [2],
     applied at every position. Returns float32 `start_logits` and `end_logits` [B, S].
+    Built from a config or around an AlbertEncoder (`encoder=`), as AlbertTaskModel describes.
 
     Example:
     >>> from albert_tf import AlbertConfig
@@ -22,12 +21,9 @@ class AlbertSpanPredictor(keras.Model):
     TensorShape([2, 5])
     """
 
-    def __init__(self, config, recompute_blocks=False, **kwargs):
+    def __init__(self, config=None, recompute_blocks=None, encoder=None, **kwargs):
         kwargs.setdefault("name", "albert_span_predictor")
-        super().__init__(**kwargs)
-        self.config = as_config(config)
-        self.recompute_blocks = recompute_blocks
-        self.encoder = AlbertEncoder(self.config, recompute_blocks=recompute_blocks, dtype=self.dtype_policy)
+        super().__init__(config, recompute_blocks=recompute_blocks, encoder=encoder, **kwargs)
         self.output_weights = self.add_weight(
             name="output_weights", shape=(2, self.config.hidden_size),
             initializer=truncated_normal(HEAD_INITIALIZER_STDDEV))
@@ -42,11 +38,3 @@ class AlbertSpanPredictor(keras.Model):
 
     def head_variable_map(self):
         return {"cls/squad/output_weights": self.output_weights, "cls/squad/output_bias": self.output_bias}
-
-    def get_config(self):
-        return {"config": self.config.to_dict(), "recompute_blocks": self.recompute_blocks,
-                "name": self.name}
-
-    @classmethod
-    def from_config(cls, config):
-        return cls(**config)

@@ -1,14 +1,13 @@
 """AlbertSquadV2: the encoder with the original's SQuAD 2.0 head."""
 
-import keras
-
 from albert_tf.layers.squad_v2_head import SquadV2Head
-from albert_tf.models.encoder import AlbertEncoder, as_config
+from albert_tf.models.task_model import AlbertTaskModel
 
 
-class AlbertSquadV2(keras.Model):
+class AlbertSquadV2(AlbertTaskModel):
     """Inputs: the encoder's three ids plus `p_mask` [B, S]; in training also `start_positions` [B].
-    Outputs: see SquadV2Head.
+    Outputs: see SquadV2Head. Built from a config or around an AlbertEncoder (`encoder=`), as
+    AlbertTaskModel describes.
 
     Example:
     >>> import tensorflow as tf
@@ -22,15 +21,13 @@ class AlbertSquadV2(keras.Model):
     TensorShape([1])
     """
 
-    def __init__(self, config, start_n_top=5, end_n_top=5, dropout_rate=0.1, recompute_blocks=False, **kwargs):
+    def __init__(self, config=None, start_n_top=5, end_n_top=5, dropout_rate=0.1, recompute_blocks=None,
+                 encoder=None, **kwargs):
         kwargs.setdefault("name", "albert_squad_v2")
-        super().__init__(**kwargs)
-        self.config = as_config(config)
+        super().__init__(config, recompute_blocks=recompute_blocks, encoder=encoder, **kwargs)
         self.start_n_top = start_n_top
         self.end_n_top = end_n_top
         self.dropout_rate = dropout_rate
-        self.recompute_blocks = recompute_blocks
-        self.encoder = AlbertEncoder(self.config, recompute_blocks=recompute_blocks, dtype=self.dtype_policy)
         self.head = SquadV2Head(hidden_size=self.config.hidden_size, start_n_top=start_n_top, end_n_top=end_n_top,
                                 dropout_rate=dropout_rate, initializer_range=self.config.initializer_range,
                                 name="squad_v2_head", dtype=self.dtype_policy)
@@ -46,10 +43,6 @@ class AlbertSquadV2(keras.Model):
         return self.head.variable_map()
 
     def get_config(self):
-        return {"config": self.config.to_dict(), "start_n_top": self.start_n_top, "end_n_top": self.end_n_top,
-                "dropout_rate": self.dropout_rate, "recompute_blocks": self.recompute_blocks,
-                "name": self.name}
-
-    @classmethod
-    def from_config(cls, config):
-        return cls(**config)
+        config = super().get_config()
+        config.update(start_n_top=self.start_n_top, end_n_top=self.end_n_top, dropout_rate=self.dropout_rate)
+        return config
