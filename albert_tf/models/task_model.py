@@ -2,7 +2,7 @@
 
 import keras
 
-from albert_tf.models.encoder import AlbertEncoder, as_config
+from albert_tf.models.encoder import AlbertEncoder
 
 
 class AlbertTaskModel(keras.Model):
@@ -43,7 +43,7 @@ class AlbertTaskModel(keras.Model):
             raise TypeError(f"{model_class} got an AlbertEncoder as config=; pass it as encoder=.")
         if encoder is None:
             recompute_blocks = False if recompute_blocks is None else recompute_blocks
-            encoder = AlbertEncoder(as_config(config), recompute_blocks=recompute_blocks, dtype=self.dtype_policy)
+            encoder = AlbertEncoder(config, recompute_blocks=recompute_blocks, dtype=self.dtype_policy)
         elif not isinstance(encoder, AlbertEncoder):
             raise TypeError(f"encoder= must be an AlbertEncoder, got {type(encoder).__name__}.")
         elif recompute_blocks is not None:
