@@ -9,11 +9,12 @@ class AlbertTaskModel(keras.Model):
     """A keras.Model whose `.encoder` is an AlbertEncoder, built from a config or handed in ready-made.
 
     Pass exactly one of:
-    - `config`: an AlbertConfig or its dict form; the model builds a fresh encoder with its own
-      dtype policy and `recompute_blocks` (re-run blocks in the backward pass; False when None).
+    - `config`: an AlbertConfig or its dict form; the model builds a fresh encoder under its own
+      dtype policy, with `recompute_blocks` (re-run blocks in the backward pass; None is False).
     - `encoder`: an AlbertEncoder, as keras-hub tasks take a backbone. The model uses that very
-      instance, so its variables are the model's and a trained encoder starts the task with its
-      weights. `recompute_blocks` is then the encoder's own option and is not accepted here.
+      instance, its dtype policy included, so its variables are the model's and a trained encoder
+      starts the task with its weights. `recompute_blocks` is the encoder's own option then, so
+      passing it here is an error.
 
     get_config stores the config (and recompute_blocks) in the first case, the encoder serialized
     with keras.saving.serialize_keras_object in the second; from_config rebuilds either.
@@ -28,6 +29,9 @@ class AlbertTaskModel(keras.Model):
     >>> model = AlbertClassifier(encoder=encoder, num_labels=3)
     >>> model.encoder is encoder, model.config is encoder.config
     (True, True)
+    >>> model({"input_word_ids": tf.constant([[2, 9, 3]]), "input_mask": tf.ones([1, 3], tf.int32),
+    ...        "input_type_ids": tf.zeros([1, 3], tf.int32)}).shape
+    TensorShape([1, 3])
     >>> restored = AlbertClassifier.from_config(model.get_config())
     >>> restored.get_config() == model.get_config()
     True
