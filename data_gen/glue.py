@@ -1,4 +1,4 @@
-"""GLUE: the original run_classifier processors, tensorflow-datasets input, features and submission files.
+"""GLUE: the original run_classifier processors, tensorflow-datasets input and features.
 
 File input reads the GLUE data directory with the original file names and column layouts
 (google-research/albert classifier_utils.py):
@@ -28,11 +28,9 @@ import os
 import sys
 from typing import Dict, List, Optional, Sequence
 
-import numpy as np
 import tensorflow as tf
 from absl import logging
 
-from albert_tf.training import metrics
 from data_gen import feature_cache
 
 # GLUE texts can exceed csv's default field limit (128 KiB).
@@ -41,7 +39,7 @@ _CSV_FIELD_SIZE_LIMIT = min(sys.maxsize, 2 ** 31 - 1)
 
 @dataclasses.dataclass(frozen=True)
 class GlueTask:
-    """One GLUE task: its label list (the original's order), files, tensorflow-datasets names and metrics.
+    """One GLUE task: its label list (the original's order), files, tensorflow-datasets names and submission files.
 
     Example:
     >>> task = get_task("MNLI")
@@ -56,8 +54,6 @@ class GlueTask:
     tfds_name: str
     tfds_splits: Dict[str, str]
     tfds_text_features: Sequence[str]
-    metric_names: Sequence[str]
-    best_metric: str
     submission_files: Dict[str, str]
 
     @property
@@ -77,32 +73,26 @@ class GlueTask:
         return [split for split in self.split_files if split.startswith("test")]
 
 
-def _standard_task(name, labels, directory, tfds_name, tfds_text_features, metric_names, best_metric, submission):
+def _standard_task(name, labels, directory, tfds_name, tfds_text_features, submission):
     return GlueTask(name=name, labels=labels, directory=directory,
                     split_files={"train": "train.tsv", "dev": "dev.tsv", "test": "test.tsv"},
                     tfds_name=tfds_name, tfds_splits={"train": "train", "dev": "validation", "test": "test"},
-                    tfds_text_features=tfds_text_features, metric_names=metric_names, best_metric=best_metric,
-                    submission_files={"test": submission})
+                    tfds_text_features=tfds_text_features, submission_files={"test": submission})
 
 
 _NLI_LABELS = ("contradiction", "entailment", "neutral")
 _BINARY = ("0", "1")
 GLUE_TASKS = {
-    "cola": _standard_task("cola", _BINARY, "CoLA", "cola", ("sentence",), ("mcc", "accuracy"), "mcc", "CoLA.tsv"),
-    "sst-2": _standard_task("sst-2", _BINARY, "SST-2", "sst2", ("sentence",), ("accuracy",), "accuracy",
-                            "SST-2.tsv"),
-    "mrpc": _standard_task("mrpc", _BINARY, "MRPC", "mrpc", ("sentence1", "sentence2"), ("f1", "accuracy"),
-                           "accuracy", "MRPC.tsv"),
-    "sts-b": _standard_task("sts-b", None, "STS-B", "stsb", ("sentence1", "sentence2"), ("pearson", "spearman"),
-                            "pearson", "STS-B.tsv"),
-    "qqp": _standard_task("qqp", _BINARY, "QQP", "qqp", ("question1", "question2"), ("f1", "accuracy"),
-                          "accuracy", "QQP.tsv"),
+    "cola": _standard_task("cola", _BINARY, "CoLA", "cola", ("sentence",), "CoLA.tsv"),
+    "sst-2": _standard_task("sst-2", _BINARY, "SST-2", "sst2", ("sentence",), "SST-2.tsv"),
+    "mrpc": _standard_task("mrpc", _BINARY, "MRPC", "mrpc", ("sentence1", "sentence2"), "MRPC.tsv"),
+    "sts-b": _standard_task("sts-b", None, "STS-B", "stsb", ("sentence1", "sentence2"), "STS-B.tsv"),
+    "qqp": _standard_task("qqp", _BINARY, "QQP", "qqp", ("question1", "question2"), "QQP.tsv"),
     "qnli": _standard_task("qnli", ("entailment", "not_entailment"), "QNLI", "qnli", ("question", "sentence"),
-                           ("accuracy",), "accuracy", "QNLI.tsv"),
+                           "QNLI.tsv"),
     "rte": _standard_task("rte", ("entailment", "not_entailment"), "RTE", "rte", ("sentence1", "sentence2"),
-                          ("accuracy",), "accuracy", "RTE.tsv"),
-    "wnli": _standard_task("wnli", _BINARY, "WNLI", "wnli", ("sentence1", "sentence2"), ("accuracy",), "accuracy",
-                           "WNLI.tsv"),
+                          "RTE.tsv"),
+    "wnli": _standard_task("wnli", _BINARY, "WNLI", "wnli", ("sentence1", "sentence2"), "WNLI.tsv"),
     "mnli": GlueTask(
         name="mnli", labels=_NLI_LABELS, directory="MNLI",
         split_files={"train": "train.tsv", "dev_matched": "dev_matched.tsv", "dev_mismatched": "dev_mismatched.tsv",
@@ -110,51 +100,14 @@ GLUE_TASKS = {
         tfds_name="mnli", tfds_splits={"train": "train", "dev_matched": "validation_matched",
                                        "dev_mismatched": "validation_mismatched", "test_matched": "test_matched",
                                        "test_mismatched": "test_mismatched"},
-        tfds_text_features=("premise", "hypothesis"), metric_names=("accuracy",), best_metric="accuracy",
+        tfds_text_features=("premise", "hypothesis"),
         submission_files={"test_matched": "MNLI-m.tsv", "test_mismatched": "MNLI-mm.tsv"}),
     "ax": GlueTask(
         name="ax", labels=_NLI_LABELS, directory="diagnostic", split_files={"test": "diagnostic.tsv"},
         tfds_name="ax", tfds_splits={"test": "test"}, tfds_text_features=("premise", "hypothesis"),
-        metric_names=(), best_metric="accuracy", submission_files={"test": "AX.tsv"}),
-}
-# run_glue.sh's per-task hyperparameters (max_seq_length 512 for all); WNLI and AX have none there.
-PAPER_HPARAMS = {
-    "sst-2": dict(warmup_step=1256, learning_rate=1e-5, train_step=20935, save_checkpoints_steps=100,
-                  train_batch_size=32),
-    "mnli": dict(warmup_step=1000, learning_rate=3e-5, train_step=10000, save_checkpoints_steps=100,
-                 train_batch_size=128),
-    "cola": dict(warmup_step=320, learning_rate=1e-5, train_step=5336, save_checkpoints_steps=100,
-                 train_batch_size=16),
-    "qnli": dict(warmup_step=1986, learning_rate=1e-5, train_step=33112, save_checkpoints_steps=200,
-                 train_batch_size=32),
-    "qqp": dict(warmup_step=1000, learning_rate=5e-5, train_step=14000, save_checkpoints_steps=100,
-                train_batch_size=128),
-    "rte": dict(warmup_step=200, learning_rate=3e-5, train_step=800, save_checkpoints_steps=100,
-                train_batch_size=32),
-    "sts-b": dict(warmup_step=214, learning_rate=2e-5, train_step=3598, save_checkpoints_steps=100,
-                  train_batch_size=16),
-    "mrpc": dict(warmup_step=200, learning_rate=2e-5, train_step=800, save_checkpoints_steps=100,
-                 train_batch_size=32),
+        submission_files={"test": "AX.tsv"}),
 }
 _TASK_ALIASES = {"sst2": "sst-2", "stsb": "sts-b", "diagnostic": "ax"}
-_STEP_HPARAMS = ("train_step", "warmup_step")
-
-
-def paper_hparams(task_name: str, explicit: Sequence[str] = ()) -> Dict[str, object]:
-    """run_glue.sh's hyperparameters for a task, except those named in `explicit` (flags the user gave).
-
-    Giving num_train_epochs or warmup_proportion drops the table's step counts too.
-
-    Example:
-    >>> paper_hparams("mrpc", explicit=["learning_rate"])
-    {'warmup_step': 200, 'train_step': 800, 'save_checkpoints_steps': 100, 'train_batch_size': 32}
-    """
-    task = get_task(task_name)
-    if task.name not in PAPER_HPARAMS:
-        raise ValueError(f"run_glue.sh has no hyperparameters for {task.name!r}; it has {', '.join(PAPER_HPARAMS)}.")
-    counts_epochs = bool({"num_train_epochs", "warmup_proportion"} & set(explicit))
-    return {name: value for name, value in PAPER_HPARAMS[task.name].items()
-            if name not in explicit and not (counts_epochs and name in _STEP_HPARAMS)}
 
 
 @dataclasses.dataclass
@@ -370,86 +323,3 @@ def load_split(task: GlueTask, split: str, tokenizer, max_seq_length: int, cache
     features = feature_cache.load_or_build(cached_dir, f"{task.name}_{split}", key,
                                            feature_spec(task, max_seq_length), make_features)
     return examples, features
-
-
-# ---- predictions, metrics and output files -------------------------------------------------------
-
-def predictions_from_outputs(task: GlueTask, outputs: Dict[str, np.ndarray]) -> np.ndarray:
-    """Class ids (argmax of `logits`) or STS-B scores (`predictions`) from the fine-tuning outputs."""
-    if task.is_regression:
-        return np.asarray(outputs["predictions"], dtype=np.float64)
-    return np.argmax(outputs["logits"], axis=-1)
-
-
-def compute_metrics(task: GlueTask, predictions, labels) -> Dict[str, float]:
-    """The task's GLUE metrics: mcc (CoLA), pearson+spearman (STS-B), f1+accuracy (MRPC, QQP), else accuracy."""
-    functions = {"accuracy": metrics.accuracy, "f1": metrics.f1_score, "mcc": metrics.matthews_corrcoef,
-                 "pearson": metrics.pearson_correlation, "spearman": metrics.spearman_correlation}
-    return {name: functions[name](predictions, labels) for name in task.metric_names}
-
-
-def original_metric_names(task: GlueTask) -> Dict[str, str]:
-    """{name in the original run_classifier's eval_results.txt: ours} for the task's dev metrics.
-
-    Example:
-    >>> original_metric_names(GLUE_TASKS["cola"])
-    {'eval_accuracy': 'accuracy', 'eval_loss': 'loss', 'matthew_corr': 'mcc'}
-    """
-    if task.is_regression:
-        # The per-example loss is the squared error, so the original's MSE and eval_loss were the same number.
-        return {"MSE": "loss", "eval_loss": "loss"}
-    names = {"eval_accuracy": "accuracy", "eval_loss": "loss"}
-    if task.name == "cola":
-        names["matthew_corr"] = "mcc"
-    return names
-
-
-def prediction_strings(task: GlueTask, predictions) -> List[str]:
-    """Predictions as GLUE's submission labels: the label string, or the STS-B score."""
-    if task.is_regression:
-        return [str(float(value)) for value in predictions]
-    return [task.labels[int(value)] for value in predictions]
-
-
-def write_eval_predictions(path: str, task: GlueTask, examples: Sequence[GlueExample], predictions) -> None:
-    """`index\\tprediction\\tlabel` rows (with a header) for a dev set, so any metric can be recomputed."""
-    labels = [example.label for example in examples]
-    _write_tsv(path, ("index", "prediction", "label"),
-               zip([example.guid for example in examples], prediction_strings(task, predictions),
-                   [str(label) for label in labels]))
-
-
-def write_submission(path: str, task: GlueTask, examples: Sequence[GlueExample], predictions) -> None:
-    """A GLUE submission file: `index\\tprediction` rows with a header, labels as strings."""
-    _write_tsv(path, ("index", "prediction"),
-               zip([example.guid for example in examples], prediction_strings(task, predictions)))
-
-
-def probabilities_file(task: GlueTask, predicted_task: GlueTask, split: str) -> str:
-    """The original's `test_results.tsv` for the task's first test split; `test_results_<submission>.tsv` else.
-
-    Example:
-    >>> mnli = get_task("MNLI")
-    >>> [probabilities_file(mnli, mnli, split) for split in mnli.test_splits]
-    ['test_results.tsv', 'test_results_MNLI-mm.tsv']
-    >>> probabilities_file(mnli, get_task("AX"), "test")
-    'test_results_AX.tsv'
-    """
-    if predicted_task is task and split == task.test_splits[0]:
-        return "test_results.tsv"
-    return "test_results_" + predicted_task.submission_files[split]
-
-
-def write_probabilities(path: str, task: GlueTask, outputs: Dict[str, np.ndarray]) -> None:
-    """The original run_classifier's test_results.tsv: each example's class probabilities (STS-B: its score),
-    tab separated, one line each, no header."""
-    rows = outputs["predictions"][:, None] if task.is_regression else outputs["probabilities"]
-    with tf.io.gfile.GFile(path, "w") as handle:
-        handle.write("".join("\t".join(str(value) for value in row) + "\n" for row in rows))
-
-
-def _write_tsv(path, header, rows):
-    with tf.io.gfile.GFile(path, "w") as handle:
-        handle.write("\t".join(header) + "\n")
-        for row in rows:
-            handle.write("\t".join(row) + "\n")

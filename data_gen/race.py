@@ -1,4 +1,4 @@
-"""RACE: reading the dataset, the original's 4-choice features, accuracy by level, and prediction files.
+"""RACE: reading the dataset and the original's 4-choice features.
 
 The layout is `RACE/{train,dev,test}/{middle,high}/*.txt` (give the directory that holds `RACE/`, or
 `RACE/` itself). A file holds one JSON article {"article", "questions", "options", "answers", "id"}
@@ -16,11 +16,9 @@ import json
 import os
 from typing import Dict, List, Sequence
 
-import numpy as np
 import tensorflow as tf
 from absl import logging
 
-from albert_tf.training import metrics
 from data_gen import feature_cache
 
 LEVELS = ("middle", "high")
@@ -191,33 +189,3 @@ def load_split(data_dir: str, split: str, tokenizer, max_seq_length: int, max_qa
     features = feature_cache.load_or_build(cached_dir, f"race_{split}_{'_'.join(levels)}", key,
                                            feature_spec(max_seq_length), make_features)
     return examples, features
-
-
-# ---- metrics and outputs -------------------------------------------------------------------------
-
-def compute_metrics(predictions, labels, levels) -> Dict[str, float]:
-    """accuracy over all questions, and accuracy_middle / accuracy_high for the levels present."""
-    predictions, labels, levels = np.asarray(predictions), np.asarray(labels), np.asarray(levels)
-    results = {"accuracy": metrics.accuracy(predictions, labels)}
-    for level_id, level in enumerate(LEVELS):
-        selected = levels == level_id
-        if selected.any():
-            results[f"accuracy_{level}"] = metrics.accuracy(predictions[selected], labels[selected])
-    return results
-
-
-def write_predictions(path: str, examples: Sequence[RaceExample], predictions: Sequence[int]) -> None:
-    """`id\\tlevel\\tprediction\\tlabel` rows (answer letters) with a header."""
-    with tf.io.gfile.GFile(path, "w") as handle:
-        handle.write("id\tlevel\tprediction\tlabel\n")
-        for example, prediction in zip(examples, predictions):
-            handle.write(f"{example.example_id}\t{example.level}\t{ANSWER_LETTERS[int(prediction)]}\t"
-                         f"{ANSWER_LETTERS[example.label]}\n")
-
-
-def write_results(path_prefix: str, results: Dict[str, float]) -> None:
-    """`name = value` lines in path_prefix.txt (the original's predict_results.txt) and the same in .json."""
-    with tf.io.gfile.GFile(path_prefix + ".txt", "w") as handle:
-        handle.write("".join(f"{name} = {value}\n" for name, value in sorted(results.items())))
-    with tf.io.gfile.GFile(path_prefix + ".json", "w") as handle:
-        handle.write(json.dumps(results, indent=2, sort_keys=True) + "\n")

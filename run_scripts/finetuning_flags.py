@@ -1,19 +1,18 @@
 """absl flags shared by run_glue, run_race and run_squad, and their conversion to FinetuningOptions.
 
 A script calls `define_finetuning_flags(...)` at import with its own defaults (the original scripts'),
-defines its task flags, and in main() calls `finetuning_options()` and `tokenizer_from_flags()`.
+defines its task flags, and in main() calls `finetuning_options()`, builds its task's options and hands them to
+`run` with the task's function (albert_tf.tasks).
 """
 
 import dataclasses
+from typing import Callable, Dict, List
 
 from absl import flags, logging
 
-from albert_tf.checkpoints import hub_module, locating
-from albert_tf.tasks import finetuning
 from albert_tf.tasks.finetuning import FinetuningOptions
-from albert_tf.tokenization import AlbertTokenizer
-from albert_tf.training.optimization import OPTIMIZER_NAMES
 from albert_tf.training.checkpointing import TrainingPreempted
+from albert_tf.training.optimization import OPTIMIZER_NAMES
 from run_scripts.original_flags import define_original_flags
 from run_scripts.training_flags import define_compute_flags, define_distribution_flags, recompute_blocks_from_flags
 
@@ -83,8 +82,8 @@ def _exclusive(first, second):
     return FLAGS[first].value, FLAGS[second].value
 
 
-def finetuning_options(**overrides) -> FinetuningOptions:
-    """FinetuningOptions from the parsed flags; `overrides` replace fields (e.g. per-task hyperparameters)."""
+def finetuning_options() -> FinetuningOptions:
+    """FinetuningOptions from the parsed flags."""
     train_step, num_train_epochs = _exclusive("train_step", "num_train_epochs")
     warmup_step, warmup_proportion = _exclusive("warmup_step", "warmup_proportion")
     names = [field.name for field in dataclasses.fields(FinetuningOptions)]
@@ -92,40 +91,19 @@ def finetuning_options(**overrides) -> FinetuningOptions:
     values.update(train_step=train_step, num_train_epochs=num_train_epochs, warmup_step=warmup_step or 0,
                   warmup_proportion=warmup_proportion,
                   recompute_blocks=recompute_blocks_from_flags())
-    values.update(overrides)
     return FinetuningOptions(**values)
 
 
-def cached_dir() -> str:
-    """--cached_dir, defaulting to --output_dir as the original."""
-    return FLAGS.cached_dir or FLAGS.output_dir
+def explicit_options() -> List[str]:
+    """The FinetuningOptions fields whose flags the command line gave (they win over run_glue.sh's values)."""
+    return [field.name for field in dataclasses.fields(FinetuningOptions) if FLAGS[field.name].present]
 
 
-def tokenizer_from_flags() -> AlbertTokenizer:
-    """The tokenizer of --spm_model_file or --vocab_file, else the SentencePiece model that comes with
-    --hub_module_handle (its assets/) or --init_checkpoint (beside it, as in the released tarballs)."""
-    if FLAGS.spm_model_file or FLAGS.vocab_file:
-        return AlbertTokenizer(spm_model_file=FLAGS.spm_model_file, vocab_file=FLAGS.vocab_file,
-                               do_lower_case=FLAGS.do_lower_case)
-    if FLAGS.hub_module_handle:
-        module = hub_module.read_hub_module(FLAGS.hub_module_handle)
-        logging.info("Using the SentencePiece model of the hub module %s.", module.spm_model_file)
-        return AlbertTokenizer(spm_model_file=module.spm_model_file, do_lower_case=module.do_lower_case)
-    source = FLAGS.init_checkpoint
-    if not source:
-        raise ValueError("Give --spm_model_file (or --vocab_file) to tokenize the input.")
-    models = [path for path in locating.find_vocab_files(source) if path.endswith(".model")]
-    if len(models) != 1:
-        raise ValueError(f"Found {len(models)} SentencePiece models with {source} ({models}), need exactly one; "
-                         "give --spm_model_file.")
-    logging.info("Using the SentencePiece model %s.", models[0])
-    return AlbertTokenizer(spm_model_file=models[0], do_lower_case=FLAGS.do_lower_case)
-
-
-def run(task, options) -> None:
-    """Runs a fine-tuning task; a preempted run (SIGTERM) exits cleanly, to resume when rerun."""
+def run(run_task: Callable[[object], Dict[str, object]], task_options) -> None:
+    """Runs `run_task(task_options)` (e.g. run_glue); a preempted run (SIGTERM) exits cleanly, to resume when
+    rerun."""
     try:
-        results = finetuning.run_finetuning(task, options)
+        results = run_task(task_options)
     except TrainingPreempted as preempted:
         logging.warning("%s", preempted)
         return

@@ -6,18 +6,11 @@ names eval_accuracy and eval_loss) and eval_predictions.tsv on dev; with --do_pr
 the test accuracies and loss in predict_results.{txt,json}.
 """
 
-import os
+from absl import app, flags
 
-import numpy as np
-import tensorflow as tf
-from absl import app, flags, logging
-
-from albert_tf import AlbertMultipleChoice
-from albert_tf.tasks import finetuning
+from albert_tf.tasks.race import RaceOptions, run_race
 from albert_tf.training import host_allocator
-from data_gen import race
-from run_scripts import original_flags
-from run_scripts import finetuning_flags
+from run_scripts import finetuning_flags, original_flags
 
 FLAGS = flags.FLAGS
 _KEEP_CHECKPOINT_HINT = ("nothing to pass: the original never read it and kept every checkpoint, as "
@@ -36,58 +29,14 @@ flags.DEFINE_integer("max_qa_length", 128, "Tokens kept from the end of each que
 flags.DEFINE_bool("high_only", False, "Only the high-school questions.")
 flags.DEFINE_bool("middle_only", False, "Only the middle-school questions.")
 flags.mark_flag_as_required("data_dir")
-# The original run_race's names, which eval_results.txt and predict_results also list.
-ORIGINAL_METRIC_NAMES = {"eval_accuracy": "accuracy", "eval_loss": "loss"}
-
-
-def _race_task(options, tokenizer):
-    levels = race.selected_levels(FLAGS.high_only, FLAGS.middle_only)
-    examples = {}
-
-    def load(split):
-        split_examples, features = race.load_split(FLAGS.data_dir, split, tokenizer, options.max_seq_length,
-                                                   FLAGS.max_qa_length, finetuning_flags.cached_dir(), levels)
-        examples[split] = split_examples
-        return finetuning.DataSplit(split, features.dataset, features.num_examples)
-
-    def scores(split, outputs):
-        predictions = np.argmax(outputs["logits"], axis=-1)
-        levels_of_split = [race.LEVELS.index(example.level) for example in examples[split.name]]
-        return predictions, race.compute_metrics(predictions, outputs["label_ids"], levels_of_split)
-
-    def write_eval_predictions(path, split, outputs):
-        race.write_predictions(path, examples[split.name], scores(split, outputs)[0])
-
-    def write_predictions(output_dir, split, outputs):
-        predictions, results = scores(split, outputs)
-        results["loss"] = float(np.mean(outputs["per_example_loss"]))
-        race.write_predictions(os.path.join(output_dir, "test_predictions.tsv"), examples[split.name], predictions)
-        race.write_results(os.path.join(output_dir, "predict_results"),
-                           finetuning.with_original_names(results, ORIGINAL_METRIC_NAMES))
-        logging.info("Test results: %s", results)
-
-    choices = tf.TensorSpec([None, len(race.ANSWER_LETTERS), options.max_seq_length], tf.int32)
-    return finetuning.FinetuningTask(
-        name="race",
-        build_model=lambda config, dropout_rate, recompute_blocks: AlbertMultipleChoice(
-            config, len(race.ANSWER_LETTERS), dropout_rate, recompute_blocks=recompute_blocks),
-        input_signature={"input_word_ids": choices, "input_mask": choices, "input_type_ids": choices},
-        loss_fn=finetuning.classification_loss_fn, predict_fn=finetuning.classification_predict_fn,
-        serving_fn=finetuning.classification_serving_fn,
-        compute_metrics=lambda split, outputs: scores(split, outputs)[1], best_metric="accuracy",
-        original_metric_names=ORIGINAL_METRIC_NAMES,
-        train_data=load("train") if options.do_train else None,
-        eval_splits=[load("dev")] if options.do_eval else [],
-        predict_splits=[load("test")] if options.do_predict else [],
-        write_eval_predictions=write_eval_predictions, write_predictions=write_predictions)
 
 
 def main(argv):
     del argv
     host_allocator.prefer_training_defaults()
-    options = finetuning_flags.finetuning_options()
-    tokenizer = finetuning_flags.tokenizer_from_flags()
-    finetuning_flags.run(_race_task(options, tokenizer), options)
+    options = RaceOptions(finetuning_flags.finetuning_options(), data_dir=FLAGS.data_dir,
+                          max_qa_length=FLAGS.max_qa_length, high_only=FLAGS.high_only, middle_only=FLAGS.middle_only)
+    finetuning_flags.run(run_race, options)
 
 
 if __name__ == "__main__":

@@ -1,6 +1,6 @@
-"""The fine-tuning driver shared by run_glue, run_race and run_squad.
+"""The fine-tuning driver shared by the GLUE, RACE and SQuAD tasks (albert_tf/tasks/glue.py, race.py, squad.py).
 
-A script describes its task as a `FinetuningTask` (how to build the model, its loss and prediction
+A task module describes its task as a `FinetuningTask` (how to build the model, its loss and prediction
 functions, its data splits, how to score and write predictions) and hands it to `run_finetuning` with
 the common `FinetuningOptions`. The driver builds the strategy and the model, loads `--init_checkpoint`
 in any supported format (or starts from random weights with a warning), trains with the shared
@@ -29,6 +29,7 @@ from absl import logging
 from albert_tf.checkpoints import formats, hub_module, loading, locating, writing
 from albert_tf.config import AlbertConfig, load_config
 from albert_tf.export.serving import export_saved_model
+from albert_tf.tokenization import AlbertTokenizer
 from albert_tf.training.distribution import get_strategy
 from albert_tf.training.optimization import OPTIMIZER_NAMES, create_optimizer
 from albert_tf.training.settings import TrainingSettings, enable_determinism, set_mixed_precision
@@ -105,6 +106,9 @@ class FinetuningTask:
 class FinetuningOptions(TrainingSettings):
     """The fine-tuning flags the scripts share (run_scripts/finetuning_flags.py), with the original's names.
 
+    The tokenizer is `spm_model_file` or `vocab_file`, else the SentencePiece model that comes with the
+    weights (`resolve_tokenizer`); feature caches go to `cached_dir`, by default `output_dir`.
+
     Give `train_step` (with `warmup_step`) or `num_train_epochs` (with `warmup_proportion`); the original
     GLUE and RACE scripts count steps, its SQuAD scripts count epochs.
 
@@ -120,6 +124,10 @@ class FinetuningOptions(TrainingSettings):
     preset: Optional[str] = None
     init_checkpoint: Optional[str] = None
     hub_module_handle: Optional[str] = None
+    spm_model_file: Optional[str] = None
+    vocab_file: Optional[str] = None
+    do_lower_case: bool = True
+    cached_dir: Optional[str] = None
     max_seq_length: int = 512
     do_train: bool = False
     do_eval: bool = False
@@ -221,6 +229,37 @@ def resolve_config(options: FinetuningOptions) -> AlbertConfig:
         raise ValueError(f"--max_seq_length={options.max_seq_length} exceeds the model's max_position_embeddings="
                          f"{config.max_position_embeddings}: the model was only trained up to that length.")
     return config
+
+
+def resolve_tokenizer(options: FinetuningOptions) -> AlbertTokenizer:
+    """The tokenizer of --spm_model_file or --vocab_file, else the SentencePiece model that comes with
+    --hub_module_handle (its assets/) or --init_checkpoint (beside it, as in the released tarballs)."""
+    if options.spm_model_file or options.vocab_file:
+        return AlbertTokenizer(spm_model_file=options.spm_model_file, vocab_file=options.vocab_file,
+                               do_lower_case=options.do_lower_case)
+    if options.hub_module_handle:
+        module = hub_module.read_hub_module(options.hub_module_handle)
+        logging.info("Using the SentencePiece model of the hub module %s.", module.spm_model_file)
+        return AlbertTokenizer(spm_model_file=module.spm_model_file, do_lower_case=module.do_lower_case)
+    source = options.init_checkpoint
+    if not source:
+        raise ValueError("Give --spm_model_file (or --vocab_file) to tokenize the input.")
+    models = [path for path in locating.find_vocab_files(source) if path.endswith(".model")]
+    if len(models) != 1:
+        raise ValueError(f"Found {len(models)} SentencePiece models with {source} ({models}), need exactly one; "
+                         "give --spm_model_file.")
+    logging.info("Using the SentencePiece model %s.", models[0])
+    return AlbertTokenizer(spm_model_file=models[0], do_lower_case=options.do_lower_case)
+
+
+def resolve_cached_dir(options: FinetuningOptions) -> str:
+    """--cached_dir, defaulting to --output_dir as the original.
+
+    Example:
+    >>> resolve_cached_dir(FinetuningOptions("/tmp/mrpc"))
+    '/tmp/mrpc'
+    """
+    return options.cached_dir or options.output_dir
 
 
 def resolve_train_steps(options: FinetuningOptions, num_train_examples: int):

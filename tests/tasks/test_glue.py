@@ -13,6 +13,7 @@ import tensorflow_datasets as tfds
 
 from albert_tf import AlbertClassifier, AlbertConfig, AlbertEncoder
 from albert_tf.checkpoints import loading, writing
+from albert_tf.tasks import glue as glue_finetuning
 from albert_tf.tokenization import AlbertTokenizer
 from data_gen import glue
 from tests import fixtures
@@ -186,24 +187,24 @@ def test_tfds_features_are_cached_by_example_content(tokenizer, tmp_path):
 
 
 def test_paper_hparams_are_run_glue_sh_and_yield_to_explicit_flags():
-    assert glue.paper_hparams("MNLI") == dict(warmup_step=1000, learning_rate=3e-5, train_step=10000,
-                                              save_checkpoints_steps=100, train_batch_size=128)
-    assert glue.paper_hparams("qnli")["save_checkpoints_steps"] == 200
-    assert glue.paper_hparams("sts-b", explicit=["train_batch_size"]) == dict(
+    assert glue_finetuning.paper_hparams("MNLI") == dict(warmup_step=1000, learning_rate=3e-5, train_step=10000,
+                                                         save_checkpoints_steps=100, train_batch_size=128)
+    assert glue_finetuning.paper_hparams("qnli")["save_checkpoints_steps"] == 200
+    assert glue_finetuning.paper_hparams("sts-b", explicit=["train_batch_size"]) == dict(
         warmup_step=214, learning_rate=2e-5, train_step=3598, save_checkpoints_steps=100)
-    assert glue.paper_hparams("rte", explicit=["num_train_epochs", "save_checkpoints_steps"]) == dict(
+    assert glue_finetuning.paper_hparams("rte", explicit=["num_train_epochs", "save_checkpoints_steps"]) == dict(
         learning_rate=3e-5, train_batch_size=32)
     with pytest.raises(ValueError, match="no hyperparameters for 'wnli'"):
-        glue.paper_hparams("wnli")
+        glue_finetuning.paper_hparams("wnli")
 
 
 _PRINT_OPTIONS = """
 import dataclasses, json, sys
 from absl import flags
-from data_gen import glue
+from albert_tf.tasks.glue import resolve_options
 from run_scripts import run_glue
 flags.FLAGS(sys.argv)
-options = run_glue._options(glue.get_task(flags.FLAGS.task_name))
+options = resolve_options(run_glue.glue_options())
 print(json.dumps({name: getattr(options, name) for name in sys.argv[-1].split(",")}))
 """
 
@@ -232,22 +233,25 @@ def test_tfds_not_prepared_is_a_clear_error(tmp_path):
 
 
 def test_metrics_as_glue_reports_them():
-    assert set(glue.compute_metrics(glue.get_task("cola"), [1, 0, 1], [1, 0, 0])) == {"mcc", "accuracy"}
-    mrpc = glue.compute_metrics(glue.get_task("mrpc"), [1, 1, 0, 0], [1, 0, 1, 0])
+    cola = glue_finetuning.compute_metrics(glue.get_task("cola"), [1, 0, 1], [1, 0, 0])
+    assert set(cola) == {"mcc", "accuracy"}
+    mrpc = glue_finetuning.compute_metrics(glue.get_task("mrpc"), [1, 1, 0, 0], [1, 0, 1, 0])
     assert mrpc == {"f1": pytest.approx(0.5), "accuracy": pytest.approx(0.5)}
-    stsb = glue.compute_metrics(glue.get_task("sts-b"), [1.0, 2.0, 3.0], [1.0, 3.0, 2.0])
+    stsb = glue_finetuning.compute_metrics(glue.get_task("sts-b"), [1.0, 2.0, 3.0], [1.0, 3.0, 2.0])
     assert stsb == {"pearson": pytest.approx(0.5), "spearman": pytest.approx(0.5)}
-    assert glue.prediction_strings(glue.get_task("mnli"), [2, 0]) == ["neutral", "contradiction"]
+    assert glue_finetuning.prediction_strings(glue.get_task("mnli"), [2, 0]) == ["neutral", "contradiction"]
 
 
 def test_eval_results_also_use_the_original_run_classifiers_names():
     # The original's keys: eval_accuracy and eval_loss; CoLA adds matthew_corr; STS-B has pearson, MSE and
     # eval_loss (its per-example loss is the squared error).
-    assert glue.original_metric_names(glue.get_task("sts-b")) == {"MSE": "loss", "eval_loss": "loss"}
-    assert glue.original_metric_names(glue.get_task("mnli")) == {"eval_accuracy": "accuracy", "eval_loss": "loss"}
+    assert glue_finetuning.original_metric_names(glue.get_task("sts-b")) == {"MSE": "loss", "eval_loss": "loss"}
+    assert glue_finetuning.original_metric_names(glue.get_task("mnli")) == {"eval_accuracy": "accuracy",
+                                                                            "eval_loss": "loss"}
     for name, task in glue.GLUE_TASKS.items():
-        if task.metric_names:
-            assert set(glue.original_metric_names(task).values()) <= {*task.metric_names, "loss"}, name
+        if glue_finetuning.METRIC_NAMES[name]:
+            assert set(glue_finetuning.original_metric_names(task).values()) <= {
+                *glue_finetuning.METRIC_NAMES[name], "loss"}, name
 
 
 def test_changing_max_seq_length_rebuilds_the_cached_features(glue_dir, tokenizer, tmp_path):

@@ -7,6 +7,7 @@ import sys
 
 import pytest
 
+from albert_tf.tasks import race as race_finetuning
 from albert_tf.tokenization import AlbertTokenizer
 from data_gen import race
 from tests import fixtures
@@ -98,10 +99,10 @@ def test_features_keep_the_end_of_qa_and_cut_the_article(tokenizer):
 
 
 def test_accuracy_by_level():
-    results = race.compute_metrics([0, 1, 2, 3, 0], [0, 1, 0, 3, 1], [0, 0, 1, 1, 1])
+    results = race_finetuning.compute_metrics([0, 1, 2, 3, 0], [0, 1, 0, 3, 1], [0, 0, 1, 1, 1])
     assert results == {"accuracy": pytest.approx(3 / 5), "accuracy_middle": pytest.approx(1.0),
                        "accuracy_high": pytest.approx(1 / 3)}
-    assert set(race.compute_metrics([1], [1], [1])) == {"accuracy", "accuracy_high"}
+    assert set(race_finetuning.compute_metrics([1], [1], [1])) == {"accuracy", "accuracy_high"}
 
 
 # ---- end to end ------------------------------------------------------------------------------------
