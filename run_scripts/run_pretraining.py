@@ -9,10 +9,9 @@ import sys
 from absl import app, flags, logging
 
 from albert_tf.config import load_config
-from albert_tf.tasks.pretraining import Pretraining, PretrainingOptions
+from albert_tf.tasks.pretraining import PretrainingOptions, run_pretraining
 from albert_tf.training import host_allocator
 from albert_tf.training.checkpointing import NonFiniteLossError, TrainingPreempted
-from data_gen.pretraining_input import pretraining_dataset_fn
 from run_scripts.original_flags import define_original_flags
 from run_scripts.training_flags import (define_compute_flags, define_distribution_flags,
                                         recompute_blocks_from_flags)
@@ -60,23 +59,14 @@ def main(argv):
     config = load_config(FLAGS.albert_config_file, FLAGS.preset)
     options = PretrainingOptions(**{field: getattr(FLAGS, field) for field in PretrainingOptions.__dataclass_fields__
                                     if field != "recompute_blocks"}, recompute_blocks=recompute_blocks_from_flags())
-    run = Pretraining(config, options)
-    lengths = dict(max_seq_length=FLAGS.max_seq_length, max_predictions_per_seq=FLAGS.max_predictions_per_seq)
-    if FLAGS.do_train:
-        try:
-            run.train(pretraining_dataset_fn(FLAGS.input_file, is_training=True, seed=FLAGS.seed, **lengths),
-                      source=FLAGS.input_file)
-        except TrainingPreempted as preempted:
-            logging.warning("%s", preempted)
-            sys.exit(0)
-        except NonFiniteLossError as error:
-            logging.error("%s", error)
-            sys.exit(1)
-    if FLAGS.do_eval:
-        eval_pattern = FLAGS.eval_input_file or FLAGS.input_file
-        results = run.evaluate_checkpoints(pretraining_dataset_fn(eval_pattern, is_training=False, **lengths))
-        for key in sorted(results):
-            logging.info("  %s = %s", key, results[key])
+    try:
+        run_pretraining(config, options)
+    except TrainingPreempted as preempted:
+        logging.warning("%s", preempted)
+        sys.exit(0)
+    except NonFiniteLossError as error:
+        logging.error("%s", error)
+        sys.exit(1)
 
 
 if __name__ == "__main__":

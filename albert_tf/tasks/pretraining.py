@@ -1,7 +1,17 @@
 """Pretraining ALBERT (MLM + SOP) with the shared Trainer, as the original run_pretraining.py does.
 
-Used by `run_scripts.run_pretraining` and `run_scripts.quickstart`; the scripts supply the dataset
-functions (from data_gen.pretraining_input), so this module stays free of data-format code.
+`run_pretraining` trains on TFRecords from create_pretraining_data and evaluates every checkpoint, as
+`run_scripts.run_pretraining` does; `Pretraining` is the run itself, for callers that bring their own dataset
+functions (the demo, albert_tf/tasks/quickstart.py). The records are read by data_gen.pretraining_input.
+
+Usage (it needs pretraining records, so it is not run here):
+
+    from albert_tf import AlbertConfig
+    from albert_tf.tasks.pretraining import PretrainingOptions, run_pretraining
+
+    results = run_pretraining(AlbertConfig.from_preset("albert-base"), PretrainingOptions(
+        output_dir="run", input_file="shards/train-*", train_batch_size=4096, do_train=True, do_eval=True))
+    results["eval"]  # {'masked_lm_accuracy': ..., 'sentence_order_accuracy': ..., 'global_step': 125000, ...}
 """
 
 import dataclasses
@@ -22,6 +32,7 @@ from albert_tf.training.pretraining_losses import pretraining_loss, pretraining_
 from albert_tf.training.settings import TrainingSettings, enable_determinism, set_mixed_precision
 from albert_tf.training.summaries import write_scalars
 from albert_tf.training.trainer import Trainer
+from data_gen.pretraining_input import pretraining_dataset_fn
 
 BEST_METRIC = "masked_lm_accuracy"
 EVAL_KEYS = ("loss", "masked_lm_accuracy", "masked_lm_loss", "sentence_order_accuracy", "sentence_order_loss")
@@ -32,9 +43,17 @@ DatasetFn = Callable[[Optional[tf.distribute.InputContext], int, int], tf.data.D
 
 @dataclasses.dataclass
 class PretrainingOptions(TrainingSettings):
-    """The original run_pretraining.py flags (same names and defaults) plus this project's additions."""
+    """The original run_pretraining.py flags (same names and defaults) plus this project's additions.
+
+    `input_file` is a glob or a comma-separated list of globs; evaluation reads `eval_input_file`, by default
+    `input_file` as the original.
+    """
 
     output_dir: str
+    input_file: Optional[str] = None
+    eval_input_file: Optional[str] = None
+    do_train: bool = True
+    do_eval: bool = False
     init_checkpoint: Optional[str] = None
     max_seq_length: int = 512
     max_predictions_per_seq: int = 20
@@ -199,3 +218,29 @@ class Pretraining:
         writer.flush()
         _write_eval_results(self.options.output_dir, results, text)
         return results
+
+
+def run_pretraining(config: AlbertConfig, options: PretrainingOptions) -> Dict[str, Dict[str, float]]:
+    """Trains on `input_file` (with `do_train`), then evaluates every checkpoint (with `do_eval`).
+
+    Returns {"train": the last step's loss and step} and {"eval": the last checkpoint's metrics}, for what ran.
+    Training stopped by SIGTERM raises checkpointing.TrainingPreempted once its checkpoint is saved (rerunning
+    resumes); a NaN or Inf loss raises checkpointing.NonFiniteLossError. See the module's docstring for an
+    example.
+    """
+    if not options.do_train and not options.do_eval:
+        raise ValueError("At least one of --do_train or --do_eval must be set.")
+    eval_pattern = options.eval_input_file or options.input_file
+    if (options.do_train or not eval_pattern) and not options.input_file:
+        raise ValueError("Give --input_file, the pretraining TFRecords (a glob or a comma-separated list of globs).")
+    run = Pretraining(config, options)
+    lengths = dict(max_seq_length=options.max_seq_length, max_predictions_per_seq=options.max_predictions_per_seq)
+    results = {}
+    if options.do_train:
+        results["train"] = run.train(pretraining_dataset_fn(options.input_file, is_training=True, seed=options.seed,
+                                                            **lengths), source=options.input_file)
+    if options.do_eval:
+        results["eval"] = run.evaluate_checkpoints(pretraining_dataset_fn(eval_pattern, is_training=False, **lengths))
+        for key in sorted(results["eval"]):
+            logging.info("  %s = %s", key, results["eval"][key])
+    return results
