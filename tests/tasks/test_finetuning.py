@@ -8,6 +8,7 @@ import tensorflow as tf
 
 from albert_tf.tasks import finetuning
 from albert_tf.training import metrics
+from tests import fixtures
 
 SEQ = 6
 
@@ -173,3 +174,22 @@ def test_regression_functions_fit_a_linear_score(tmp_path):
     assert results["eval"]["pearson"] > 0.99
     # The evaluation loss is the mean squared error, as the original's per_example_loss = (logit - label)^2.
     assert 0.0 <= results["eval"]["loss"] < 0.1
+
+
+def test_the_tokenizer_comes_from_the_options_or_beside_the_checkpoint(tmp_path):
+    spm_model = fixtures.make_spm_model(str(tmp_path))
+    given = finetuning.resolve_tokenizer(finetuning.FinetuningOptions("/tmp", spm_model_file=spm_model,
+                                                                      do_lower_case=False))
+    assert given.spm_model_file == spm_model and not given.do_lower_case
+    # Beside --init_checkpoint, as in the released tarballs.
+    checkpoint = tf.train.Checkpoint(step=tf.Variable(1)).write(str(tmp_path / "ckpt"))
+    beside = finetuning.resolve_tokenizer(finetuning.FinetuningOptions("/tmp", init_checkpoint=checkpoint))
+    assert beside.spm_model_file == spm_model
+    alone = tf.train.Checkpoint(step=tf.Variable(1)).write(str(tmp_path / "no_vocabulary" / "ckpt"))
+    with pytest.raises(ValueError, match=r"Found 0 SentencePiece models with .*give --spm_model_file"):
+        finetuning.resolve_tokenizer(finetuning.FinetuningOptions("/tmp", init_checkpoint=alone))
+    with pytest.raises(ValueError, match=r"Give --spm_model_file \(or --vocab_file\) to tokenize the input."):
+        finetuning.resolve_tokenizer(finetuning.FinetuningOptions("/tmp"))
+    assert finetuning.resolve_cached_dir(finetuning.FinetuningOptions("/tmp/run")) == "/tmp/run"
+    cached = finetuning.FinetuningOptions("/tmp/run", cached_dir="/tmp/cache")
+    assert finetuning.resolve_cached_dir(cached) == "/tmp/cache"
