@@ -42,16 +42,16 @@ GLUE_FILES = {
     "QQP/test.tsv": "id\tquestion1\tquestion2\n0\tWhy am I?\tWhat am I?\n",
     "MNLI/train.tsv": ("index\tpromptID\tpairID\tgenre\tsentence1_binary_parse\tsentence2_binary_parse\t"
                        "sentence1_parse\tsentence2_parse\tsentence1\tsentence2\tlabel1\tgold_label\n"
-                       "0\t31193\t31193n\tgovernment\t( ( C ) )\t( P )\t(REPO_ROOT)\t(REPO_ROOT)\tConceptually cream.\t"
+                       "0\t31193\t31193n\tgovernment\t( ( C ) )\t( P )\t(ROOT)\t(ROOT)\tConceptually cream.\t"
                        "Product and geography.\tneutral\tneutral\n"),
     "MNLI/dev_matched.tsv": ("index\tpromptID\tpairID\tgenre\tsentence1_binary_parse\tsentence2_binary_parse\t"
                              "sentence1_parse\tsentence2_parse\tsentence1\tsentence2\tlabel1\tlabel2\tlabel3\t"
                              "label4\tlabel5\tgold_label\n"
-                             "0\t63735\t63735n\tslate\t( T )\t( T )\t(REPO_ROOT)\t(REPO_ROOT)\tThe new rights.\t"
+                             "0\t63735\t63735n\tslate\t( T )\t( T )\t(ROOT)\t(ROOT)\tThe new rights.\t"
                              "Everyone likes it.\tneutral\tentailment\tneutral\tneutral\tneutral\tneutral\n"),
     "MNLI/test_mismatched.tsv": ("index\tpromptID\tpairID\tgenre\tsentence1_binary_parse\tsentence2_binary_parse\t"
                                  "sentence1_parse\tsentence2_parse\tsentence1\tsentence2\n"
-                                 "9\t1\t1c\tletters\t( Y )\t( Y )\t(REPO_ROOT)\t(REPO_ROOT)\tYour gift.\tGifts help.\n"),
+                                 "9\t1\t1c\tletters\t( Y )\t( Y )\t(ROOT)\t(ROOT)\tYour gift.\tGifts help.\n"),
     "QNLI/dev.tsv": "index\tquestion\tsentence\tlabel\n0\tWhat came?\tA thing came.\tnot_entailment\n",
     "RTE/train.tsv": "index\tsentence1\tsentence2\tlabel\n0\tNo weapons.\tWeapons found.\tnot_entailment\n",
     "WNLI/test.tsv": "index\tsentence1\tsentence2\n4\tThe cup fell.\tIt fell.\n",
