@@ -1,4 +1,5 @@
-"""Shared pytest setup: the test oracles on the path, quiet TensorFlow logs, a fixed Keras dtype policy per test."""
+"""Shared pytest setup: the test oracles on the path, quiet TensorFlow logs, a fixed Keras dtype policy per test,
+and the SentencePiece model and tokenizer that the tests share."""
 import os
 import sys
 
@@ -17,6 +18,9 @@ if "--xla_backend_optimization_level" not in os.environ.get("XLA_FLAGS", ""):
 import keras
 import pytest
 
+from albert_tf.tokenization import AlbertTokenizer
+from tests.helpers import make_spm_model
+
 
 @pytest.fixture(autouse=True)
 def _float32_policy():
@@ -24,3 +28,15 @@ def _float32_policy():
     keras.mixed_precision.set_global_policy("float32")
     yield
     keras.mixed_precision.set_global_policy("float32")
+
+
+@pytest.fixture(scope="session")
+def spm_model_file(tmp_path_factory):
+    """helpers.make_spm_model's SentencePiece model (vocabulary 120), trained once per session."""
+    return make_spm_model(str(tmp_path_factory.mktemp("spm")))
+
+
+@pytest.fixture(scope="session")
+def tokenizer(spm_model_file):
+    """An uncased AlbertTokenizer of `spm_model_file`."""
+    return AlbertTokenizer(spm_model_file=spm_model_file)

@@ -1,5 +1,149 @@
-"""What many test modules share: the repository's paths."""
+"""What many test modules share: the repository's paths, tiny configs and inputs, the run scripts in a subprocess,
+and small generated data (a text corpus, a SentencePiece model trained on it, pretraining records)."""
 import os
+import random
+import subprocess
+import sys
+
+import numpy as np
+import tensorflow as tf
+
+from albert_tf import AlbertConfig
+from albert_tf.checkpoints.tf1_names import model_variable_map
+from data_gen import build_vocab
 
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 TOY_SCRIPT = os.path.join(REPO_ROOT, "tests", "_toy_training.py")
+
+# The tiny ALBERT most model tests use: factorized (E < H), four blocks, a wide initializer so the outputs
+# depend on every weight. Tests that need other sizes override them.
+TINY_CONFIG = dict(vocab_size=60, embedding_size=8, hidden_size=16, num_hidden_layers=4, num_attention_heads=2,
+                   intermediate_size=32, max_position_embeddings=24, initializer_range=0.2)
+
+
+def tiny_config_values(**overrides):
+    """TINY_CONFIG with `overrides`, as a dict (what an albert_config.json holds)."""
+    return dict(TINY_CONFIG, **overrides)
+
+
+def tiny_config(**overrides):
+    """An AlbertConfig of TINY_CONFIG with `overrides`."""
+    return AlbertConfig(**tiny_config_values(**overrides))
+
+
+def random_inputs(batch=2, seq=7, vocab=60, seed=0, num_predictions=3, padding=2, with_type_ids=True,
+                  with_predictions=True):
+    """Encoder inputs: random word ids, the last `padding` positions of row 1 padded, segment B from seq // 2
+    (all zeros without `with_type_ids`), plus `num_predictions` masked-LM positions unless `with_predictions`
+    is False."""
+    rng = np.random.default_rng(seed)
+    mask = np.ones((batch, seq), np.int32)
+    mask[1, seq - padding:] = 0
+    type_ids = (np.arange(seq) >= seq // 2).astype(np.int32)[None].repeat(batch, 0)
+    inputs = {"input_word_ids": tf.constant(rng.integers(0, vocab, (batch, seq)), tf.int32),
+              "input_mask": tf.constant(mask),
+              "input_type_ids": tf.constant(type_ids) if with_type_ids else tf.zeros((batch, seq), tf.int32)}
+    if with_predictions:
+        inputs["masked_lm_positions"] = tf.constant(rng.integers(0, seq - 2, (batch, num_predictions)), tf.int32)
+    return inputs
+
+
+def random_value(name, shape, rng):
+    """Random weights that keep activations near unit scale and attention far from uniform, so the
+    outputs depend on every variable (deep random stacks otherwise collapse every token to one state)."""
+    if name.endswith("/gamma"):
+        value = 1.0 + 0.2 * rng.normal(size=shape)
+    elif len(shape) == 1:
+        value = 0.2 * rng.normal(size=shape)
+    elif "embeddings" in name:
+        value = rng.normal(size=shape)
+    else:
+        fan_in = shape[-1] if name.endswith("output_weights") else shape[0]
+        sharpness = 2.0 if "/self/query/" in name or "/self/key/" in name else 1.0
+        value = sharpness * rng.normal(0, 1 / np.sqrt(fan_in), shape)
+    return value.astype(np.float32)
+
+
+def randomize(model, seed=0):
+    """Every variable gets distinct random values, so a swapped or skipped one changes the numbers."""
+    rng = np.random.default_rng(seed)
+    for name, variable in sorted(model_variable_map(model).items()):
+        variable.assign(random_value(name, tuple(variable.shape), rng))
+    return model
+
+
+def run_script(name, *flags, timeout=600, **env):
+    """Runs `python -m run_scripts.<name> *flags` from the repository root; output is captured as text.
+
+    TensorFlow's C++ logs are quiet (TF_CPP_MIN_LOG_LEVEL=2) unless `env` says otherwise; `env` adds to
+    the environment (e.g. CUDA_VISIBLE_DEVICES="").
+    """
+    environment = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2", **env}
+    return subprocess.run([sys.executable, "-m", f"run_scripts.{name}", *flags], cwd=REPO_ROOT, env=environment,
+                          capture_output=True, text=True, timeout=timeout)
+
+
+_WORDS = ("the model learns a shared block of attention and feed forward weights that runs at every depth "
+          "sentence order prediction swaps two segments while masked language modelling hides tokens "
+          "embedding tables are factorized into a small vocabulary projection followed by a dense layer "
+          "training uses lamb with warmup and polynomial decay on large batches of text documents "
+          "café naïve résumé 1990, 2001, 3.5 million people (approximately) — quoted \"words\" here").split()
+
+
+def write_corpus(path, num_documents=40, sentences_per_document=(2, 8), seed=0):
+    """Writes documents in the original format: one sentence per line, a blank line between documents."""
+    rng = random.Random(seed)
+    with open(path, "w", encoding="utf-8") as handle:
+        for _ in range(num_documents):
+            for _ in range(rng.randint(*sentences_per_document)):
+                words = [rng.choice(_WORDS) for _ in range(rng.randint(4, 16))]
+                handle.write(" ".join(words).capitalize() + ".\n")
+            handle.write("\n")
+    return path
+
+
+def make_spm_model(directory, vocab_size=120, num_documents=60):
+    """Trains a tiny SentencePiece model with the original flags and returns its .model path."""
+    corpus = write_corpus(os.path.join(directory, "spm_corpus.txt"), num_documents=num_documents)
+    return build_vocab.train_sentencepiece([corpus], os.path.join(directory, "tiny_spm"), vocab_size=vocab_size)
+
+
+def write_pretraining_records(path, num_records=64, max_seq_length=16, max_predictions=3, vocab_size=60, seed=0):
+    """Writes learnable pretraining records in the original format.
+
+    Segment A holds ids in [10, 30) and segment B ids in [30, 50), each an ascending run, so a masked id
+    is predictable from its neighbours; label 1 (SOP negative) swaps the two segments.
+    """
+    rng = np.random.default_rng(seed)
+    half = (max_seq_length - 3) // 2
+    with tf.io.TFRecordWriter(path) as writer:
+        for _ in range(num_records):
+            a = [10 + (int(rng.integers(0, 20)) + i) % 20 for i in range(half)]
+            b = [30 + (int(rng.integers(0, 20)) + i) % 20 for i in range(half)]
+            label = int(rng.integers(0, 2))
+            first, second = (b, a) if label else (a, b)
+            tokens = [2] + first + [3] + second + [3]
+            segments = [0] * (len(first) + 2) + [1] * (len(second) + 1)
+            positions = sorted(rng.choice(np.arange(1, len(tokens) - 1), max_predictions, replace=False).tolist())
+            positions = [p for p in positions if tokens[p] != 3]
+            masked_ids = [tokens[p] for p in positions]
+            inputs = list(tokens)
+            for p in positions:
+                inputs[p] = 4
+            pad = max_seq_length - len(tokens)
+            pad_predictions = max_predictions - len(positions)
+            features = {
+                "input_ids": inputs + [0] * pad,
+                "input_mask": [1] * len(tokens) + [0] * pad,
+                "segment_ids": segments + [0] * pad,
+                "token_boundary": [1] * len(tokens) + [0] * pad,
+                "masked_lm_positions": positions + [0] * pad_predictions,
+                "masked_lm_ids": masked_ids + [0] * pad_predictions,
+                "next_sentence_labels": [label],
+            }
+            example = {name: tf.train.Feature(int64_list=tf.train.Int64List(value=values))
+                       for name, values in features.items()}
+            example["masked_lm_weights"] = tf.train.Feature(float_list=tf.train.FloatList(
+                value=[1.0] * len(positions) + [0.0] * pad_predictions))
+            writer.write(tf.train.Example(features=tf.train.Features(feature=example)).SerializeToString())
+    return path

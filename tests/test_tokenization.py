@@ -8,16 +8,10 @@ import sentencepiece as spm
 
 from albert_tf.tokenization import AlbertTokenizer, encode_pieces, load_wordpiece_vocab, preprocess_text
 from data_gen import build_vocab
-from tests.fixtures import make_spm_model
 
 
 def special_ids(tokenizer):
     return tokenizer.pad_id, tokenizer.unk_id, tokenizer.cls_id, tokenizer.sep_id, tokenizer.mask_id
-
-
-@pytest.fixture(scope="module")
-def spm_model_file(tmp_path_factory):
-    return make_spm_model(str(tmp_path_factory.mktemp("spm")), vocab_size=120)
 
 
 @pytest.fixture(scope="module")

@@ -1,7 +1,4 @@
 import json
-import os
-import subprocess
-import sys
 
 import numpy as np
 import pytest
@@ -14,24 +11,22 @@ from albert_tf.benchmarking.probes import (checkpoint_bytes, parameter_bytes, pe
 from albert_tf.benchmarking.workloads import MEASURED_FIELDS, RECORD_FIELDS, BenchmarkSettings, compare_presets
 from albert_tf.models.param_count import model_parameters
 from albert_tf.training.summaries import write_scalars
-from tests.helpers import REPO_ROOT
+from tests.helpers import run_script, tiny_config_values
 
-TINY = dict(vocab_size=300, embedding_size=16, hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
-            intermediate_size=64, max_position_embeddings=64)
+TINY = tiny_config_values(vocab_size=300, embedding_size=16, hidden_size=32, num_hidden_layers=2,
+                          intermediate_size=64, max_position_embeddings=64, initializer_range=0.02)
 
 
 def test_harness_runs_a_model_and_a_data_workload_and_writes_records(tmp_path):
     config_file = tmp_path / "tiny_config.json"
     AlbertConfig(**TINY).to_json_file(str(config_file))
     output_json = tmp_path / "records.json"
-    environment = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2")
-    result = subprocess.run(
-        [sys.executable, "-m", "run_scripts.benchmark", f"--albert_config_file={config_file}",
-         "--workloads=pretrain_step,input_pipeline", "--batch_size=4", "--seq_length=32",
-         "--max_predictions_per_seq=4", "--steps=2", "--warmup_steps=1", "--repeats=1", "--jit_compile=false",
-         "--isolate_workloads=false", "--corpus_documents=60", "--vocab_size=120", "--input_batches=5",
-         "--num_output_shards=1", "--cpu_allocator=bfc", f"--output_json={output_json}"],
-        cwd=REPO_ROOT, env=environment, capture_output=True, text=True, timeout=240)
+    result = run_script(
+        "benchmark", f"--albert_config_file={config_file}", "--workloads=pretrain_step,input_pipeline",
+        "--batch_size=4", "--seq_length=32", "--max_predictions_per_seq=4", "--steps=2", "--warmup_steps=1",
+        "--repeats=1", "--jit_compile=false", "--isolate_workloads=false", "--corpus_documents=60",
+        "--vocab_size=120", "--input_batches=5", "--num_output_shards=1", "--cpu_allocator=bfc",
+        f"--output_json={output_json}", timeout=240)
     assert result.returncode == 0, result.stderr[-3000:]
     records = json.loads(output_json.read_text())
     assert [record["workload"] for record in records] == ["pretrain_step", "input_pipeline"]
@@ -121,9 +116,7 @@ def _write_curve(summary_dir, losses):
 
 
 def _compare_loss_curves(*flags):
-    return subprocess.run([sys.executable, "-m", "run_scripts.compare_loss_curves", *flags], cwd=REPO_ROOT,
-                          env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2"), capture_output=True, text=True,
-                          timeout=120)
+    return run_script("compare_loss_curves", *flags, timeout=120)
 
 
 def test_loss_curves_are_compared_against_the_first_run(tmp_path):

@@ -1,62 +1,18 @@
 import json
 import logging
 import os
-import subprocess
-import sys
 
 import keras
 import numpy as np
 import pytest
 import tensorflow as tf
 
-from albert_tf import AlbertClassifier, AlbertConfig, AlbertEncoder, AlbertPretrainer, load_weights, save_weights
+from albert_tf import AlbertClassifier, AlbertEncoder, AlbertPretrainer, load_weights, save_weights
 from albert_tf.checkpoints import conversion, formats, hf_names, locating, matching, reading
 from albert_tf.checkpoints.tf1_names import (group0_candidates, model_variable_map, native_path_to_tf1_name,
                                              parse_half_name)
 from tests import numpy_albert
-from tests.helpers import REPO_ROOT
-
-
-
-def tiny_config(**overrides):
-    values = dict(vocab_size=60, embedding_size=8, hidden_size=16, num_hidden_layers=4, num_attention_heads=2,
-                  intermediate_size=32, max_position_embeddings=24, initializer_range=0.2)
-    values.update(overrides)
-    return AlbertConfig(**values)
-
-
-def random_inputs(batch=2, seq=7, vocab=60, seed=0):
-    rng = np.random.default_rng(seed)
-    mask = np.ones((batch, seq), np.int32)
-    mask[1, seq - 2:] = 0
-    return {"input_word_ids": tf.constant(rng.integers(0, vocab, (batch, seq)), tf.int32),
-            "input_mask": tf.constant(mask),
-            "input_type_ids": tf.constant((np.arange(seq) >= seq // 2).astype(np.int32)[None].repeat(batch, 0)),
-            "masked_lm_positions": tf.constant(rng.integers(0, seq - 2, (batch, 3)), tf.int32)}
-
-
-def random_value(name, shape, rng):
-    """Random weights that keep activations near unit scale and attention far from uniform, so the
-    outputs depend on every variable (deep random stacks otherwise collapse every token to one state)."""
-    if name.endswith("/gamma"):
-        value = 1.0 + 0.2 * rng.normal(size=shape)
-    elif len(shape) == 1:
-        value = 0.2 * rng.normal(size=shape)
-    elif "embeddings" in name:
-        value = rng.normal(size=shape)
-    else:
-        fan_in = shape[-1] if name.endswith("output_weights") else shape[0]
-        sharpness = 2.0 if "/self/query/" in name or "/self/key/" in name else 1.0
-        value = sharpness * rng.normal(0, 1 / np.sqrt(fan_in), shape)
-    return value.astype(np.float32)
-
-
-def randomize(model, seed=0):
-    """Every variable gets distinct random values, so a swapped or skipped one changes the numbers."""
-    rng = np.random.default_rng(seed)
-    for name, variable in sorted(model_variable_map(model).items()):
-        variable.assign(random_value(name, tuple(variable.shape), rng))
-    return model
+from tests.helpers import random_inputs, random_value, randomize, run_script, tiny_config
 
 
 def variable_values(model):
@@ -538,8 +494,7 @@ def test_detection_errors_say_what_was_found(tmp_path):
 # ---- the run script --------------------------------------------------------------------------------
 
 def _convert(*flags):
-    return subprocess.run([sys.executable, "-m", "run_scripts.convert_checkpoint", *flags], cwd=REPO_ROOT,
-                          capture_output=True, text=True, env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3"))
+    return run_script("convert_checkpoint", *flags, timeout=None, TF_CPP_MIN_LOG_LEVEL="3")
 
 
 def test_convert_script_tarball_to_hf_to_native(tmp_path):

@@ -8,7 +8,7 @@ import tensorflow as tf
 from albert_tf import (AlbertClassifier, AlbertEncoder, AlbertMultipleChoice, AlbertPretrainer, AlbertSpanPredictor,
                        load_weights, save_weights)
 from albert_tf.checkpoints.tf1_names import model_variable_map
-from tests.checkpoints.test_checkpoint_io import randomize, tiny_config
+from tests.helpers import randomize, tiny_config
 
 torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")

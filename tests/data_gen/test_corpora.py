@@ -1,12 +1,11 @@
 """Tests for data_gen/corpora.py and run_scripts/extract_corpus.py (the built-in docstring corpus)."""
 import os
-import subprocess
 import sys
 
 import pytest
 
 from data_gen import corpora
-from tests.helpers import REPO_ROOT
+from tests.helpers import run_script
 
 HOLDOUT_FRACTION = 0.05
 
@@ -71,17 +70,16 @@ def test_extraction_imports_none_of_the_modules_it_reads(stdlib_corpus):
 def test_the_script_writes_the_same_files_on_a_second_run(stdlib_corpus):
     directory = stdlib_corpus["directory"]
     train, holdout = str(directory / "again.txt"), str(directory / "again_holdout.txt")
-    subprocess.run([sys.executable, "-m", "run_scripts.extract_corpus", f"--output={train}",
-                    f"--holdout_output={holdout}", f"--holdout_fraction={HOLDOUT_FRACTION}"],
-                   cwd=REPO_ROOT, check=True, capture_output=True)
+    completed = run_script("extract_corpus", f"--output={train}", f"--holdout_output={holdout}",
+                           f"--holdout_fraction={HOLDOUT_FRACTION}", timeout=None)
+    assert completed.returncode == 0, completed.stderr[-3000:]
     for first, second in ((stdlib_corpus["train"], train), (stdlib_corpus["holdout"], holdout)):
         with open(first, "rb") as a, open(second, "rb") as b:
             assert a.read() == b.read()
 
 
 def test_the_script_refuses_a_holdout_fraction_without_a_holdout_output(tmp_path):
-    result = subprocess.run([sys.executable, "-m", "run_scripts.extract_corpus", f"--output={tmp_path}/x.txt",
-                             "--holdout_fraction=0.1"], cwd=REPO_ROOT, capture_output=True, text=True)
+    result = run_script("extract_corpus", f"--output={tmp_path}/x.txt", "--holdout_fraction=0.1", timeout=None)
     assert result.returncode != 0 and "--holdout_output" in result.stderr
     assert not os.path.exists(tmp_path / "x.txt")
 

@@ -4,8 +4,6 @@ import logging
 import multiprocessing.pool
 import os
 import random
-import subprocess
-import sys
 import threading
 import time
 from unittest import mock
@@ -17,19 +15,13 @@ import tensorflow as tf
 
 from albert_tf.tokenization import AlbertTokenizer
 from data_gen import create_pretraining_data as cpd
-from tests.fixtures import make_spm_model, write_corpus
-from tests.helpers import REPO_ROOT
+from tests.helpers import run_script, write_corpus
 
 MAX_SEQ_LENGTH = 128
 MAX_PREDICTIONS = 20
 SPECIAL_IDS = cpd.SpecialIds(cls_id=2, sep_id=3, mask_id=4, vocab_size=120)
 # The smallest p-value a correct implementation may give; fixed seeds make every test deterministic.
 P_VALUE_FLOOR = 1e-3
-
-
-@pytest.fixture(scope="module")
-def spm_model_file(tmp_path_factory):
-    return make_spm_model(str(tmp_path_factory.mktemp("spm")), vocab_size=120)
 
 
 @pytest.fixture(scope="module")
@@ -666,11 +658,10 @@ def test_wordpiece_vocabulary_input(tmp_path):
 
 
 def test_run_script_uses_the_original_defaults(tmp_path, corpus_file, spm_model_file):
-    result = subprocess.run(
-        [sys.executable, "-m", "run_scripts.create_pretraining_data", f"--input_file={corpus_file}",
-         f"--output_file={tmp_path / 'train.tfrecord'}", "--num_output_shards=2", f"--spm_model_file={spm_model_file}",
-         "--max_seq_length=64", "--dupe_factor=1", "--num_workers=2"],
-        cwd=REPO_ROOT, capture_output=True, text=True, timeout=300)
+    result = run_script("create_pretraining_data", f"--input_file={corpus_file}",
+                        f"--output_file={tmp_path / 'train.tfrecord'}", "--num_output_shards=2",
+                        f"--spm_model_file={spm_model_file}", "--max_seq_length=64", "--dupe_factor=1",
+                        "--num_workers=2", timeout=300)
     assert result.returncode == 0, result.stderr[-3000:]
     assert sorted(os.listdir(tmp_path)) == ["train.tfrecord-00000-of-00002", "train.tfrecord-00001-of-00002",
                                             "train.tfrecord.summary.json"]

@@ -7,7 +7,6 @@ import tensorflow as tf
 
 from albert_tf.tokenization import AlbertTokenizer
 from data_gen import feature_cache
-from tests import fixtures
 
 
 def _spec(seq_length):
@@ -28,11 +27,6 @@ def _features(seq_length, calls):
 def _key(data_file, tokenizer, seq_length):
     return feature_cache.cache_key("toy", feature_cache.files_fingerprint([data_file]), tokenizer,
                                    {"max_seq_length": seq_length})
-
-
-@pytest.fixture(scope="module")
-def tokenizer(tmp_path_factory):
-    return AlbertTokenizer(spm_model_file=fixtures.make_spm_model(str(tmp_path_factory.mktemp("spm"))))
 
 
 def test_round_trip_keeps_values_shapes_and_dtypes(tmp_path):

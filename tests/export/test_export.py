@@ -23,7 +23,6 @@ from albert_tf.export.preprocessor import AlbertPreprocessor
 from albert_tf.export.text_classifier import _RawTextClassifier, export_classifier_with_preprocessor
 from albert_tf.export.tfhub_encoder import export_hub_modules
 from albert_tf.tokenization import AlbertTokenizer
-from tests.fixtures import make_spm_model
 from tests.helpers import REPO_ROOT
 
 README = os.path.join(REPO_ROOT, "README.md")
@@ -66,11 +65,10 @@ def _example_inputs():
 
 
 @pytest.fixture(scope="module")
-def exported(tmp_path_factory):
+def exported(tmp_path_factory, spm_model_file):
     """A tiny pretrainer, its native checkpoint, and the export script's output for them."""
     directory = tmp_path_factory.mktemp("hub_export")
-    spm_model = make_spm_model(str(directory))
-    config = AlbertConfig(vocab_size=AlbertTokenizer(spm_model_file=spm_model).vocab_size, hidden_size=32,
+    config = AlbertConfig(vocab_size=AlbertTokenizer(spm_model_file=spm_model_file).vocab_size, hidden_size=32,
                           num_hidden_layers=3, num_attention_heads=2, intermediate_size=48, embedding_size=16,
                           max_position_embeddings=128, hidden_dropout_prob=0.1, attention_probs_dropout_prob=0.1)
     pretrainer = AlbertPretrainer(config)
@@ -78,9 +76,9 @@ def exported(tmp_path_factory):
     config_file = str(directory / "albert_config.json")
     config.to_json_file(config_file)
     export_path = str(directory / "hub")
-    _run_bash(EXPORT_SNIPPET, CHECKPOINT=checkpoint, ALBERT_CONFIG=config_file, SPM_MODEL=spm_model,
+    _run_bash(EXPORT_SNIPPET, CHECKPOINT=checkpoint, ALBERT_CONFIG=config_file, SPM_MODEL=spm_model_file,
               EXPORT_PATH=export_path)
-    return {"directory": directory, "pretrainer": pretrainer, "spm_model": spm_model, "export_path": export_path}
+    return {"directory": directory, "pretrainer": pretrainer, "spm_model": spm_model_file, "export_path": export_path}
 
 
 @pytest.fixture(scope="module")

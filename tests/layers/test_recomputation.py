@@ -7,25 +7,21 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from albert_tf import AlbertConfig, AlbertEncoder, AlbertPretrainer
+from albert_tf import AlbertEncoder, AlbertPretrainer
 from albert_tf.layers.recomputation import recompute_setting, run_blocks_recomputed
 from albert_tf.layers.replica_dropout import ReplicaDropout, recording_dropout_seeds, replaying_dropout_seeds
 from albert_tf.tasks.pretraining import Pretraining, PretrainingOptions
+from tests import helpers
 
 
 def tiny_config(**overrides):
-    values = dict(vocab_size=50, embedding_size=8, hidden_size=16, num_hidden_layers=3, num_attention_heads=2,
-                  intermediate_size=32, initializer_range=0.3)
-    values.update(overrides)
-    return AlbertConfig(**values)
+    return helpers.tiny_config(**dict(dict(vocab_size=50, num_hidden_layers=3, max_position_embeddings=512,
+                                           initializer_range=0.3), **overrides))
 
 
 def encoder_inputs(batch=2, seq=7, seed=0):
-    rng = np.random.default_rng(seed)
-    mask = np.ones((batch, seq), np.int32)
-    mask[1, seq - 3:] = 0
-    return {"input_word_ids": tf.constant(rng.integers(0, 50, (batch, seq)), tf.int32),
-            "input_mask": tf.constant(mask), "input_type_ids": tf.zeros((batch, seq), tf.int32)}
+    return helpers.random_inputs(batch=batch, seq=seq, vocab=50, seed=seed, padding=3, with_type_ids=False,
+                                 with_predictions=False)
 
 
 def twin_encoders(config, recompute_blocks=True):

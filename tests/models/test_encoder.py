@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from albert_tf import AlbertConfig, AlbertEncoder, AlbertPretrainer
+from albert_tf import AlbertEncoder, AlbertPretrainer
 from albert_tf.checkpoints.tf1_names import encoder_variable_map, pretrainer_variable_map
 from albert_tf.layers.attention import AlbertAttention
 from albert_tf.layers.classification_head import ClassificationHead
@@ -15,25 +15,7 @@ from albert_tf.layers.masked_lm_head import AlbertMaskedLMHead
 from albert_tf.models import param_count
 from albert_tf.training.pretraining_losses import pretraining_loss
 from tests import numpy_albert
-
-
-def tiny_config(**overrides):
-    values = dict(vocab_size=60, embedding_size=8, hidden_size=16, num_hidden_layers=4, num_attention_heads=2,
-                  intermediate_size=32, max_position_embeddings=24, initializer_range=0.2)
-    values.update(overrides)
-    return AlbertConfig(**values)
-
-
-def random_inputs(batch=2, seq=7, vocab=60, seed=0, num_predictions=3):
-    rng = np.random.default_rng(seed)
-    mask = np.ones((batch, seq), np.int32)
-    mask[1, seq - 2:] = 0
-    return {
-        "input_word_ids": tf.constant(rng.integers(0, vocab, (batch, seq)), tf.int32),
-        "input_mask": tf.constant(mask),
-        "input_type_ids": tf.constant((np.arange(seq) >= seq // 2).astype(np.int32)[None].repeat(batch, 0)),
-        "masked_lm_positions": tf.constant(rng.integers(0, seq - 2, (batch, num_predictions)), tf.int32),
-    }
+from tests.helpers import random_inputs, tiny_config
 
 
 def randomize_layer_norms(model, seed=1):

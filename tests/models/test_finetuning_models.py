@@ -6,7 +6,7 @@ import tensorflow as tf
 from albert_tf import AlbertClassifier, AlbertMultipleChoice, AlbertSpanPredictor, AlbertSquadV2
 from albert_tf.layers.squad_v2_head import SquadV2Head
 from tests import numpy_albert
-from tests.models.test_encoder import random_inputs, tiny_config
+from tests.helpers import random_inputs, tiny_config
 
 ENCODER_KEYS = ("input_word_ids", "input_mask", "input_type_ids")
 

@@ -1,10 +1,9 @@
-import subprocess
-import sys
 
 import pytest
 
 from albert_tf import AlbertConfig, AlbertEncoder
 from albert_tf.models import param_count
+from tests.helpers import run_script
 
 
 @pytest.mark.parametrize("preset, overrides, expected", [
@@ -26,8 +25,8 @@ def test_albert_base_built_model_matches_its_analytic_count():
 
 
 def test_paper_tables_script_prints_exact_counts_beside_the_paper():
-    result = subprocess.run([sys.executable, "-m", "run_scripts.count_params", "--paper_tables"],
-                            capture_output=True, text=True, check=True, timeout=120)
+    result = run_script("count_params", "--paper_tables", timeout=120)
+    assert result.returncode == 0, result.stderr[-3000:]
     assert "### Table 1" in result.stdout and "### Table 3" in result.stdout and "### Table 4" in result.stdout
     assert "| albert-xxlarge | 222,595,584 | 222.6 | 235 |" in result.stdout
     assert "| 128 | all | 11,683,584 | 11.7 | 12 |" in result.stdout
@@ -36,6 +35,6 @@ def test_paper_tables_script_prints_exact_counts_beside_the_paper():
 
 
 def test_count_params_script_with_overrides():
-    result = subprocess.run([sys.executable, "-m", "run_scripts.count_params", "--preset=albert-base",
-                             "--share_type=attention"], capture_output=True, text=True, check=True, timeout=120)
+    result = run_script("count_params", "--preset=albert-base", "--share_type=attention", timeout=120)
+    assert result.returncode == 0, result.stderr[-3000:]
     assert result.stdout.startswith("63,647,232 parameters")

@@ -14,10 +14,8 @@ import tensorflow_datasets as tfds
 from albert_tf import AlbertClassifier, AlbertConfig, AlbertEncoder
 from albert_tf.checkpoints import loading, writing
 from albert_tf.tasks import glue as glue_finetuning
-from albert_tf.tokenization import AlbertTokenizer
 from data_gen import glue
-from tests import fixtures
-from tests.helpers import REPO_ROOT
+from tests.helpers import REPO_ROOT, run_script, tiny_config_values
 
 
 # One file per (task, split) in the GLUE download's layout: header rows, column orders and quirks.
@@ -67,11 +65,6 @@ def glue_dir(tmp_path_factory):
         path.parent.mkdir(exist_ok=True)
         path.write_text(text, encoding="utf-8")
     return str(directory)
-
-
-@pytest.fixture(scope="module")
-def tokenizer(tmp_path_factory):
-    return AlbertTokenizer(spm_model_file=fixtures.make_spm_model(str(tmp_path_factory.mktemp("spm"))))
 
 
 def _read(glue_dir, task, split):
@@ -291,16 +284,14 @@ def _write_keyword_mrpc(directory, sizes=(("train", 400), ("dev", 64), ("test", 
 
 
 def _run_glue(*flags):
-    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2", CUDA_VISIBLE_DEVICES="")
-    completed = subprocess.run([sys.executable, "-m", "run_scripts.run_glue", *flags], cwd=REPO_ROOT, env=env,
-                               capture_output=True, text=True, timeout=600)
+    completed = run_script("run_glue", *flags, CUDA_VISIBLE_DEVICES="")
     assert completed.returncode == 0, completed.stderr[-4000:]
     return completed.stderr
 
 
-TINY_CONFIG = dict(vocab_size=120, hidden_size=32, num_hidden_layers=2, num_attention_heads=2, intermediate_size=64,
-                   embedding_size=16, max_position_embeddings=64, hidden_dropout_prob=0.0,
-                   attention_probs_dropout_prob=0.0)
+TINY_CONFIG = tiny_config_values(vocab_size=120, hidden_size=32, num_hidden_layers=2, intermediate_size=64,
+                                 embedding_size=16, max_position_embeddings=64, initializer_range=0.02,
+                                 hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0)
 
 
 def test_run_glue_learns_writes_predictions_and_restarts_from_a_tf1_checkpoint(tmp_path, tokenizer):

@@ -1,18 +1,12 @@
 """RACE: both file layouts, the original's truncation, accuracy by level, and run_race end to end."""
 import json
-import os
 import random
-import subprocess
-import sys
 
 import pytest
 
 from albert_tf.tasks import race as race_finetuning
-from albert_tf.tokenization import AlbertTokenizer
 from data_gen import race
-from tests import fixtures
-from tests.helpers import REPO_ROOT
-
+from tests.helpers import run_script
 
 
 def _article(article_id, questions, answers, options=None, text="the model learns a shared block"):
@@ -26,11 +20,6 @@ def _write(path, *articles, merged=False):
         path.write_text("".join(json.dumps(article) + "\n" for article in articles))
     else:
         path.write_text(json.dumps(articles[0], indent=1))
-
-
-@pytest.fixture(scope="module")
-def tokenizer(tmp_path_factory):
-    return AlbertTokenizer(spm_model_file=fixtures.make_spm_model(str(tmp_path_factory.mktemp("spm"))))
 
 
 def test_per_article_files_and_merged_all_txt(tmp_path):
@@ -137,9 +126,7 @@ def _write_keyword_race(directory, sizes=(("train", 120), ("dev", 24), ("test", 
 
 
 def _run_race(*flags):
-    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2", CUDA_VISIBLE_DEVICES="")
-    completed = subprocess.run([sys.executable, "-m", "run_scripts.run_race", *flags], cwd=REPO_ROOT, env=env,
-                               capture_output=True, text=True, timeout=600)
+    completed = run_script("run_race", *flags, CUDA_VISIBLE_DEVICES="")
     assert completed.returncode == 0, completed.stderr[-4000:]
 
 

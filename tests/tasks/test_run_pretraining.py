@@ -12,11 +12,11 @@ from albert_tf import AlbertConfig, AlbertPretrainer
 from albert_tf.tasks.pretraining import Pretraining, PretrainingOptions
 from albert_tf.training.pretraining_losses import pretraining_loss
 from data_gen.pretraining_input import pretraining_dataset_fn
-from tests.fixtures import write_pretraining_records
+from tests.helpers import run_script, tiny_config_values, write_pretraining_records
 
 SEQ, PREDICTIONS = 16, 3
-TINY = dict(vocab_size=60, embedding_size=8, hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
-            intermediate_size=64, max_position_embeddings=32)
+TINY = tiny_config_values(hidden_size=32, num_hidden_layers=2, intermediate_size=64, max_position_embeddings=32,
+                          initializer_range=0.02)
 
 
 def tiny_config(**overrides):
@@ -137,17 +137,14 @@ def test_sigterm_then_rerun_equals_an_uninterrupted_run(records, tmp_path):
 
 
 def test_script_errors(records, tmp_path):
-    missing = subprocess.run([sys.executable, "-m", "run_scripts.run_pretraining", "--input_file=/nonexistent/x-*",
-                              f"--output_dir={tmp_path}", "--preset=albert-base", "--do_train"],
-                             capture_output=True, text=True, timeout=120)
+    missing = run_script("run_pretraining", "--input_file=/nonexistent/x-*", f"--output_dir={tmp_path}",
+                         "--preset=albert-base", "--do_train", timeout=120)
     assert missing.returncode != 0 and "/nonexistent/x-*" in missing.stderr
-    tpu = subprocess.run([sys.executable, "-m", "run_scripts.run_pretraining", f"--input_file={records}/train.tfrecord",
-                          f"--output_dir={tmp_path / 'tpu'}", "--preset=albert-base", "--strategy=tpu", "--do_train"],
-                         capture_output=True, text=True, timeout=120)
+    tpu = run_script("run_pretraining", f"--input_file={records}/train.tfrecord", f"--output_dir={tmp_path / 'tpu'}",
+                     "--preset=albert-base", "--strategy=tpu", "--do_train", timeout=120)
     assert tpu.returncode != 0 and "TPU" in tpu.stderr
-    original = subprocess.run([sys.executable, "-m", "run_scripts.run_pretraining", "--input_file=x", "--output_dir=y",
-                               "--use_tpu=true", "--iterations_per_loop=1000"], capture_output=True, text=True,
-                              timeout=120)
+    original = run_script("run_pretraining", "--input_file=x", "--output_dir=y", "--use_tpu=true",
+                          "--iterations_per_loop=1000", timeout=120)
     assert original.returncode != 0
     assert "--use_tpu is a flag of the original scripts that albert-tf does not have: pass --strategy=tpu" \
         in original.stderr and "--iterations_per_loop" in original.stderr
@@ -155,7 +152,6 @@ def test_script_errors(records, tmp_path):
 
 @pytest.mark.parametrize("script", ["run_pretraining", "run_glue"])
 def test_help_lists_the_shared_training_flags(script):
-    help_text = subprocess.run([sys.executable, "-m", f"run_scripts.{script}", "--help"], capture_output=True,
-                               text=True, timeout=120).stdout
+    help_text = run_script(script, "--help", timeout=120).stdout
     for name in ("--[no]jit_compile", "--num_recomputed_blocks", "--strategy", "--seed", "--mixed_precision"):
         assert name in help_text, name

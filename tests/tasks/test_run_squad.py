@@ -5,23 +5,20 @@ word and the answer is that word ("Which colour is named?"). For v2.0 a third of
 colour and the question has no answer. A tiny model learns it in a few dozen steps.
 """
 import json
-import os
 import random
-import subprocess
-import sys
 
 import pytest
 import tensorflow as tf
 
 from albert_tf.config import AlbertConfig
 from data_gen import build_vocab, squad_evaluation
-from tests.helpers import REPO_ROOT
+from tests.helpers import run_script, tiny_config_values
 
 FILLER = tuple("river stone cloud lamp window garden bridge paper engine forest music table winter harbor".split())
 COLOURS = ("Coral", "Violet", "Amber", "Olive")
-TINY_CONFIG = dict(vocab_size=0, embedding_size=16, hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
-                   intermediate_size=64, max_position_embeddings=64, hidden_dropout_prob=0.0,
-                   attention_probs_dropout_prob=0.0)
+TINY_CONFIG = tiny_config_values(vocab_size=0, embedding_size=16, hidden_size=32, num_hidden_layers=2,
+                                 intermediate_size=64, max_position_embeddings=64, initializer_range=0.02,
+                                 hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0)
 
 
 def _squad_json(path, num_questions, impossible_fraction, seed):
@@ -65,15 +62,13 @@ def assets(tmp_path_factory):
 def _run_squad(assets, output_dir, version_2, extra=()):
     directory, spm_model, config_path = assets
     train, dev = _data_files(directory, version_2)[:2]
-    command = [sys.executable, "-m", "run_scripts.run_squad", f"--albert_config_file={config_path}",
-               f"--spm_model_file={spm_model}", f"--train_file={train}", f"--predict_file={dev}",
-               f"--output_dir={output_dir}", "--do_train", "--do_eval", "--max_seq_length=48",
-               "--max_query_length=8", "--doc_stride=16", "--train_batch_size=16", "--num_train_epochs=3",
-               "--learning_rate=3e-3", "--save_checkpoints_steps=1000", "--eval_batch_size=16",
-               "--n_best_size=5", "--max_answer_length=8", "--start_n_top=3", "--end_n_top=3"]
-    command += ["--version_2_with_negative"] if version_2 else []
-    completed = subprocess.run(command + list(extra), cwd=REPO_ROOT, capture_output=True, text=True, timeout=600,
-                               env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2"))
+    flags = [f"--albert_config_file={config_path}", f"--spm_model_file={spm_model}", f"--train_file={train}",
+             f"--predict_file={dev}", f"--output_dir={output_dir}", "--do_train", "--do_eval", "--max_seq_length=48",
+             "--max_query_length=8", "--doc_stride=16", "--train_batch_size=16", "--num_train_epochs=3",
+             "--learning_rate=3e-3", "--save_checkpoints_steps=1000", "--eval_batch_size=16", "--n_best_size=5",
+             "--max_answer_length=8", "--start_n_top=3", "--end_n_top=3"]
+    flags += ["--version_2_with_negative"] if version_2 else []
+    completed = run_script("run_squad", *flags, *extra)
     assert completed.returncode == 0, completed.stderr[-4000:]
     results = json.loads((output_dir / "eval_results.json").read_text())
     gold = {qa["id"]: [answer["text"] for answer in qa["answers"]]
@@ -129,11 +124,9 @@ def test_squad_v2_learns_null_answers_and_writes_null_odds(assets, tmp_path):
 def test_v2_data_without_version_2_flag_is_refused(assets, tmp_path):
     directory, spm_model, config_path = assets
     train = _data_files(directory, version_2=True)[0]
-    completed = subprocess.run(
-        [sys.executable, "-m", "run_scripts.run_squad", f"--albert_config_file={config_path}",
-         f"--spm_model_file={spm_model}", f"--train_file={train}", f"--output_dir={tmp_path}", "--do_train",
-         "--max_seq_length=48", "--max_query_length=8", "--doc_stride=16"],
-        cwd=REPO_ROOT, capture_output=True, text=True, timeout=600, env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2"))
+    completed = run_script("run_squad", f"--albert_config_file={config_path}", f"--spm_model_file={spm_model}",
+                           f"--train_file={train}", f"--output_dir={tmp_path}", "--do_train", "--max_seq_length=48",
+                           "--max_query_length=8", "--doc_stride=16")
     assert completed.returncode != 0
     assert "unanswerable questions (is_impossible): it is SQuAD v2.0 data, which needs --version_2_with_negative" \
         in completed.stderr
