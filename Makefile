@@ -4,7 +4,7 @@ VPY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 TEST_ORACLES := $(VENV)/test-oracles
 
-.PHONY: demo test install
+.PHONY: demo test test-fast install
 
 $(STAMP): requirements.txt requirements-dev.txt requirements-test-oracles.txt
 	test -x $(VPY) || $(PYTHON) -m venv $(VENV)
@@ -22,3 +22,6 @@ demo: $(STAMP)
 
 test: $(STAMP)
 	$(VPY) -m pytest -q tests
+
+test-fast: $(STAMP)
+	$(VPY) -m pytest -q -m "not slow" tests

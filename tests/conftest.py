@@ -13,7 +13,8 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 # LLVM's optimisation of XLA's CPU code is most of a tiny model's compile time (about 15 of 20 s per
 # training function) and changes no result: the tests, and the training runs they start, compile without it.
 if "--xla_backend_optimization_level" not in os.environ.get("XLA_FLAGS", ""):
-    os.environ["XLA_FLAGS"] = " ".join(filter(None, [os.environ.get("XLA_FLAGS"), "--xla_backend_optimization_level=0"]))
+    os.environ["XLA_FLAGS"] = " ".join(filter(None, [os.environ.get("XLA_FLAGS"),
+                                                     "--xla_backend_optimization_level=0"]))
 
 import keras
 import pytest

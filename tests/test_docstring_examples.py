@@ -12,9 +12,12 @@ import data_gen
 
 MODULES = sorted(name for package in (albert_tf, data_gen)
                  for _, name, _ in pkgutil.walk_packages(package.__path__, package.__name__ + "."))
+# Their examples run a benchmark or build a corpus: seconds each.
+SLOW_MODULES = ("albert_tf.benchmarking", "data_gen.corpora")
 
 
-@pytest.mark.parametrize("module_name", MODULES)
+@pytest.mark.parametrize("module_name", [pytest.param(name, marks=pytest.mark.slow) if name in SLOW_MODULES else name
+                                         for name in MODULES])
 def test_docstring_examples(module_name):
     module = importlib.import_module(module_name)
     environment = dict(os.environ)  # Some examples choose settings, such as the host allocator.

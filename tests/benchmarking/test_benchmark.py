@@ -17,6 +17,7 @@ TINY = tiny_config_values(vocab_size=300, embedding_size=16, hidden_size=32, num
                           intermediate_size=64, max_position_embeddings=64, initializer_range=0.02)
 
 
+@pytest.mark.slow
 def test_harness_runs_a_model_and_a_data_workload_and_writes_records(tmp_path):
     config_file = tmp_path / "tiny_config.json"
     AlbertConfig(**TINY).to_json_file(str(config_file))
@@ -119,6 +120,7 @@ def _compare_loss_curves(*flags):
     return run_script("compare_loss_curves", *flags, timeout=120)
 
 
+@pytest.mark.slow
 def test_loss_curves_are_compared_against_the_first_run(tmp_path):
     _write_curve(tmp_path / "float32", {20: 8.0, 40: 6.0, 60: 5.0})
     _write_curve(tmp_path / "seed2", {20: 8.2, 40: 6.1, 60: 5.0})
@@ -136,6 +138,7 @@ def test_loss_curves_are_compared_against_the_first_run(tmp_path):
     assert "| 80 | - | - | 4.0000 |" in result.stdout
 
 
+@pytest.mark.slow
 def test_loss_curves_name_a_bad_run_flag_and_a_missing_scalar(tmp_path):
     _write_curve(tmp_path / "a", {10: 1.0})
     for flags, message in (([f"--run=a={tmp_path / 'a'}", "--run=b"], "--run='b' must be NAME=SUMMARY_DIR"),

@@ -497,6 +497,7 @@ def _convert(*flags):
     return run_script("convert_checkpoint", *flags, timeout=None, TF_CPP_MIN_LOG_LEVEL="3")
 
 
+@pytest.mark.slow
 def test_convert_script_tarball_to_hf_to_native(tmp_path):
     config = tiny_config(num_hidden_groups=2)
     tarball = tmp_path / "albert_tiny"
@@ -519,6 +520,7 @@ def test_convert_script_tarball_to_hf_to_native(tmp_path):
     assert (tmp_path / "native" / "spiece.model").read_bytes() == b"spm model bytes"
 
 
+@pytest.mark.slow
 def test_convert_script_takes_the_encoder_of_a_fine_tuned_checkpoint(tmp_path):
     config = tiny_config()
     classifier = randomize(AlbertClassifier(config, num_labels=2))
@@ -535,6 +537,7 @@ def test_convert_script_takes_the_encoder_of_a_fine_tuned_checkpoint(tmp_path):
     assert_same_variables(encoder_variable_values(classifier), variable_values(encoder))
 
 
+@pytest.mark.slow
 def test_convert_script_keeps_a_fine_tuned_classifier_between_formats(tmp_path):
     config = tiny_config()
     classifier = randomize(AlbertClassifier(config, num_labels=3))
@@ -582,6 +585,7 @@ def test_token_classification_head_is_not_taken_for_a_sequence_classifier():
     assert "classifier.weight" in arrays and "output_weights" not in arrays
 
 
+@pytest.mark.slow
 def test_convert_script_fails_with_a_listing(tmp_path):
     config = tiny_config()
     weights = random_original_weights(config)

@@ -67,6 +67,7 @@ def test_extraction_imports_none_of_the_modules_it_reads(stdlib_corpus):
     assert not [name for name in os.listdir(stdlib_corpus["directory"]) if name.endswith(".incomplete")]
 
 
+@pytest.mark.slow
 def test_the_script_writes_the_same_files_on_a_second_run(stdlib_corpus):
     directory = stdlib_corpus["directory"]
     train, holdout = str(directory / "again.txt"), str(directory / "again_holdout.txt")
@@ -78,6 +79,7 @@ def test_the_script_writes_the_same_files_on_a_second_run(stdlib_corpus):
             assert a.read() == b.read()
 
 
+@pytest.mark.slow
 def test_the_script_refuses_a_holdout_fraction_without_a_holdout_output(tmp_path):
     result = run_script("extract_corpus", f"--output={tmp_path}/x.txt", "--holdout_fraction=0.1", timeout=None)
     assert result.returncode != 0 and "--holdout_output" in result.stderr

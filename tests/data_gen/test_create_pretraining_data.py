@@ -657,6 +657,7 @@ def test_wordpiece_vocabulary_input(tmp_path):
         assert ids[position + 1] == 9 and boundary[position:position + 2] == [1, 0]  # "learn" "##s"
 
 
+@pytest.mark.slow
 def test_run_script_uses_the_original_defaults(tmp_path, corpus_file, spm_model_file):
     result = run_script("create_pretraining_data", f"--input_file={corpus_file}",
                         f"--output_file={tmp_path / 'train.tfrecord'}", "--num_output_shards=2",

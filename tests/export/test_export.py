@@ -89,6 +89,7 @@ def loaded(exported):
     return namespace
 
 
+@pytest.mark.slow
 def test_export_writes_encoder_and_preprocessor_with_assets(exported):
     encoder_dir = os.path.join(exported["export_path"], "encoder")
     assert sorted(os.listdir(os.path.join(encoder_dir, "assets"))) == ["albert_config.json", "spm.model"]
@@ -100,6 +101,7 @@ def test_export_writes_encoder_and_preprocessor_with_assets(exported):
     assert len(keys) == len(pretrainer.encoder.variables) + len(pretrainer.masked_lm_head.variables) + 1
 
 
+@pytest.mark.slow
 def test_saved_model_holds_no_keras_objects(exported):
     from tensorflow.core.protobuf import saved_model_pb2
 
@@ -113,6 +115,7 @@ def test_saved_model_holds_no_keras_objects(exported):
                            "trackable_list_wrapper"}
 
 
+@pytest.mark.slow
 def test_tf_saved_model_load_matches_the_keras_model(exported, loaded):
     namespace = loaded
     pretrainer = exported["pretrainer"]
@@ -146,6 +149,7 @@ def test_tf_saved_model_load_matches_the_keras_model(exported, loaded):
     assert not np.allclose(training_outputs, outputs["pooled_output"])  # dropout is on when training
 
 
+@pytest.mark.slow
 def test_bad_encoder_inputs_raise_clear_errors(loaded):
     encoder = loaded["encoder"]
     inputs = {name: tf.constant(value) for name, value in _example_inputs().items()}
@@ -158,6 +162,7 @@ def test_bad_encoder_inputs_raise_clear_errors(loaded):
         encoder(too_long)
 
 
+@pytest.mark.slow
 def test_tfsm_layer_loads_the_encoder_and_fits(exported):
     import keras
 
@@ -176,6 +181,7 @@ def test_tfsm_layer_loads_the_encoder_and_fits(exported):
     assert set(unchanged) <= {KEY_BIAS}
 
 
+@pytest.mark.slow
 def test_hub_keras_layer_in_tf_keras_trains_every_weight(exported, tmp_path):
     check = textwrap.dedent("""
         import json
@@ -200,6 +206,7 @@ def test_hub_keras_layer_in_tf_keras_trains_every_weight(exported, tmp_path):
     assert set(report["unchanged"]) <= {KEY_BIAS}
 
 
+@pytest.mark.slow
 def test_saved_model_cli_shows_and_runs_the_serving_signature(exported):
     directory = exported["directory"]
     inputs = _example_inputs()
@@ -216,6 +223,7 @@ def test_saved_model_cli_shows_and_runs_the_serving_signature(exported):
                                expected["sequence_output"], atol=1e-5)
 
 
+@pytest.mark.slow
 def test_exported_preprocessor_equals_python_tokenizer(exported, loaded):
     texts = ["Café naïve, 1990, 2001, “quoted” ``tex''", "東京 ❤️ 🐍", "", "ΟΔΟΣ a\x00B " * 40]
     preprocessor = loaded["preprocessor"]
@@ -227,6 +235,7 @@ def test_exported_preprocessor_equals_python_tokenizer(exported, loaded):
     assert preprocessor(tf.constant([], tf.string))["input_word_ids"].shape == (0, 128)
 
 
+@pytest.mark.slow
 def test_hub_module_loads_into_fine_tuning_models(exported):
     pretrainer = exported["pretrainer"]
     module = read_hub_module(exported["export_path"])
@@ -259,6 +268,7 @@ def test_an_original_tf1_hub_module_points_to_init_checkpoint(tmp_path):
         read_hub_module(str(tmp_path))
 
 
+@pytest.mark.slow
 def test_export_refuses_random_weights_existing_exports_and_wrong_vocabularies(exported):
     config, spm_model = exported["pretrainer"].config, exported["spm_model"]
     directory = exported["directory"]
@@ -273,6 +283,7 @@ def test_export_refuses_random_weights_existing_exports_and_wrong_vocabularies(e
                            allow_random_init=True)
 
 
+@pytest.mark.slow
 def test_export_of_a_fine_tuned_classifier_leaves_its_head_out(exported, tmp_path):
     config, spm_model = exported["pretrainer"].config, exported["spm_model"]
     classifier = AlbertClassifier(config, num_labels=3)
@@ -285,6 +296,7 @@ def test_export_of_a_fine_tuned_classifier_leaves_its_head_out(exported, tmp_pat
                                classifier.encoder(inputs, training=False)["pooled_output"], atol=1e-5)
 
 
+@pytest.mark.slow
 def test_classifier_with_preprocessor_takes_raw_text(exported, tmp_path):
     import tensorflow_text  # noqa: F401  (registers the preprocessor's ops)
 

@@ -69,7 +69,7 @@ def test_recomputed_gradients_match_stored_activations(share_type, jit_compile):
     assert_same_loss_and_gradients(plain, recomputed, encoder_inputs(), jit_compile)
 
 
-@pytest.mark.parametrize("jit_compile", [False, True])
+@pytest.mark.parametrize("jit_compile", [False, pytest.param(True, marks=pytest.mark.slow)])
 def test_recomputation_replays_the_dropout_masks(jit_compile):
     config = tiny_config(hidden_dropout_prob=0.3, attention_probs_dropout_prob=0.2)
     plain, recomputed = twin_encoders(config)
@@ -141,6 +141,7 @@ def _dots_in_optimized_hlo(encoder, inputs):
     return len(re.findall(r"= \S+ dot\(", hlo))
 
 
+@pytest.mark.slow
 def test_xla_keeps_the_recomputed_forward_pass():
     """XLA would merge a re-run block with the first run (common subexpressions) and keep the activations
     after all; the recomputed step must hold the blocks' forward matmuls twice."""
@@ -188,6 +189,7 @@ def test_seed_replay_reports_a_mismatch():
             pass
 
 
+@pytest.mark.slow
 def test_recomputation_under_mixed_bfloat16_and_xla():
     keras.mixed_precision.set_global_policy("mixed_bfloat16")
     plain, recomputed = twin_encoders(tiny_config())

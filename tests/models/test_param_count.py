@@ -24,6 +24,7 @@ def test_albert_base_built_model_matches_its_analytic_count():
     assert param_count.model_parameters(AlbertEncoder(config)) == 11_683_584
 
 
+@pytest.mark.slow
 def test_paper_tables_script_prints_exact_counts_beside_the_paper():
     result = run_script("count_params", "--paper_tables", timeout=120)
     assert result.returncode == 0, result.stderr[-3000:]
@@ -34,6 +35,7 @@ def test_paper_tables_script_prints_exact_counts_beside_the_paper():
     assert "| 64 | none | 87,648,000 | 87.6 | 87 |" in result.stdout
 
 
+@pytest.mark.slow
 def test_count_params_script_with_overrides():
     result = run_script("count_params", "--preset=albert-base", "--share_type=attention", timeout=120)
     assert result.returncode == 0, result.stderr[-3000:]

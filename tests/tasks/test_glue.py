@@ -202,6 +202,7 @@ print(json.dumps({name: getattr(options, name) for name in sys.argv[-1].split(",
 """
 
 
+@pytest.mark.slow
 def test_paper_hparams_flags_search_every_checkpoint_as_run_glue_sh(tmp_path):
     fields = "save_checkpoints_steps,eval_every_checkpoint,train_step,learning_rate"
 
@@ -294,6 +295,7 @@ TINY_CONFIG = tiny_config_values(vocab_size=120, hidden_size=32, num_hidden_laye
                                  hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0)
 
 
+@pytest.mark.slow
 def test_run_glue_learns_writes_predictions_and_restarts_from_a_tf1_checkpoint(tmp_path, tokenizer):
     _write_keyword_mrpc(tmp_path / "glue")
     config_file = tmp_path / "albert_config.json"
@@ -355,6 +357,7 @@ def test_run_glue_learns_writes_predictions_and_restarts_from_a_tf1_checkpoint(t
     assert served["probabilities"].numpy().argmax(-1).tolist() == [1, 0]
 
 
+@pytest.mark.slow
 def test_run_glue_from_an_exported_hub_module(tmp_path, tokenizer):
     """--hub_module_handle: config, vocabulary and encoder weights all come from the export."""
     from albert_tf.export.tfhub_encoder import export_hub_modules

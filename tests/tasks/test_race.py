@@ -130,6 +130,7 @@ def _run_race(*flags):
     assert completed.returncode == 0, completed.stderr[-4000:]
 
 
+@pytest.mark.slow
 def test_run_race_learns_and_restarts_from_its_own_checkpoint(tmp_path, tokenizer):
     _write_keyword_race(tmp_path / "data")
     config_file = tmp_path / "albert_config.json"

@@ -47,6 +47,7 @@ def records(tmp_path_factory):
     return directory
 
 
+@pytest.mark.slow
 def test_loss_falls_and_evaluation_writes_results(records, tmp_path):
     run = Pretraining(tiny_config(), options(tmp_path))
     batch = next(iter(dataset_fn(str(records / "eval.tfrecord"), is_training=False)(None, 64, 0)))
@@ -87,6 +88,7 @@ def test_data_config_mismatch_fails_before_training(records, tmp_path):
     assert tf.train.latest_checkpoint(str(tmp_path)) is None
 
 
+@pytest.mark.slow
 def test_bfloat16_and_jit_compile_train(records, tmp_path):
     run = Pretraining(tiny_config(), options(tmp_path, mixed_precision="mixed_bfloat16", jit_compile=True,
                                              num_train_steps=6, steps_per_loop=3, gradient_accumulation_steps=2))
@@ -107,6 +109,7 @@ def _final_weights(output_dir, config):
     return {variable.path: variable.numpy() for variable in model.weights}
 
 
+@pytest.mark.slow
 def test_sigterm_then_rerun_equals_an_uninterrupted_run(records, tmp_path):
     config_path = tmp_path / "albert_config.json"
     config = tiny_config(hidden_dropout_prob=0.1)
@@ -136,6 +139,7 @@ def test_sigterm_then_rerun_equals_an_uninterrupted_run(records, tmp_path):
         np.testing.assert_allclose(resumed[name], straight[name], atol=1e-6, err_msg=name)
 
 
+@pytest.mark.slow
 def test_script_errors(records, tmp_path):
     missing = run_script("run_pretraining", "--input_file=/nonexistent/x-*", f"--output_dir={tmp_path}",
                          "--preset=albert-base", "--do_train", timeout=120)
@@ -150,6 +154,7 @@ def test_script_errors(records, tmp_path):
         in original.stderr and "--iterations_per_loop" in original.stderr
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("script", ["run_pretraining", "run_glue"])
 def test_help_lists_the_shared_training_flags(script):
     help_text = run_script(script, "--help", timeout=120).stdout

@@ -14,6 +14,8 @@ from albert_tf.config import AlbertConfig
 from data_gen import build_vocab, squad_evaluation
 from tests.helpers import run_script, tiny_config_values
 
+pytestmark = pytest.mark.slow  # every test runs the script
+
 FILLER = tuple("river stone cloud lamp window garden bridge paper engine forest music table winter harbor".split())
 COLOURS = ("Coral", "Violet", "Amber", "Olive")
 TINY_CONFIG = tiny_config_values(vocab_size=0, embedding_size=16, hidden_size=32, num_hidden_layers=2,

@@ -113,6 +113,7 @@ def one_device_and_mirrored(tmp_path_factory):
     return one_device, _results([mirrored])[0]
 
 
+@pytest.mark.slow
 def test_mirrored_on_two_logical_cpus_matches_one_device(one_device_and_mirrored):
     one_device, mirrored = one_device_and_mirrored
     assert (one_device["replicas"], mirrored["replicas"]) == (1, 2)
@@ -136,6 +137,7 @@ def _free_ports(count):
     return ports
 
 
+@pytest.mark.slow
 def test_two_workers_write_one_checkpoint_and_match_one_worker(tmp_path, one_device_and_mirrored):
     one_device, _ = one_device_and_mirrored
     workers = [f"127.0.0.1:{port}" for port in _free_ports(2)]
@@ -206,6 +208,7 @@ def _replica_dropout_result(layer_class):
     return _two_cpu_script_result(_REPLICA_DROPOUT_SCRIPT, layer_class)
 
 
+@pytest.mark.slow
 def test_each_replica_draws_its_own_dropout_mask():
     """As the original on TPU cores; keras.layers.Dropout draws one mask for every replica (checked too, so
     this test notices if Keras changes)."""
@@ -256,6 +259,7 @@ print("RESULT " + json.dumps({"count": len(gradients[1]),
 """
 
 
+@pytest.mark.slow
 def test_recomputed_blocks_under_mirrored_strategy_replay_each_replicas_dropout():
     """Each replica draws its own masks (folded seeds); its re-run must replay exactly those."""
     result = _two_cpu_script_result(_RECOMPUTED_MIRRORED_SCRIPT)

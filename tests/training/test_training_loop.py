@@ -81,7 +81,8 @@ def test_evaluate_and_predict_keep_the_last_partial_batch(tmp_path, jit_compile)
     data = toy.examples(29)
 
     np.testing.assert_array_equal(predictions["example_id"], np.arange(29))
-    np.testing.assert_allclose(predictions["logits"], trainer.model({"x": data["x"], "token": data["token"]}).numpy(), rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(predictions["logits"], trainer.model({"x": data["x"], "token": data["token"]}).numpy(),
+                               rtol=1e-5, atol=1e-6)
     correct = predictions["logits"].argmax(-1) == data["label"]
     evaluation = trainer.evaluate(dataset_fn, toy.metrics_fn, global_batch_size=8)
     assert evaluation["accuracy"] == pytest.approx(correct.mean(), abs=1e-9)  # sum/count, not a mean of means
@@ -266,6 +267,7 @@ def _result(completed):
     return json.loads(lines[-1][len("RESULT "):])
 
 
+@pytest.mark.slow
 def test_sigterm_saves_and_the_rerun_ends_like_an_uninterrupted_run(tmp_path):
     flags = ["--num_train_steps=12", "--deterministic", "--dropout_rate=0.2", "--save_checkpoints_steps=100"]
     interrupted_dir, straight_dir = tmp_path / "interrupted", tmp_path / "straight"
