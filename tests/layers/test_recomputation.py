@@ -63,7 +63,8 @@ def assert_same_loss_and_gradients(plain, recomputed, inputs, jit_compile):
 
 
 @pytest.mark.parametrize("share_type, jit_compile", [
-    ("all", False), ("all", True), ("none", False), ("none", True), ("attention", False), ("ffn", False)])
+    ("all", False), ("all", True), ("none", False), pytest.param("none", True, marks=pytest.mark.slow),
+    ("attention", False), ("ffn", False)])
 def test_recomputed_gradients_match_stored_activations(share_type, jit_compile):
     plain, recomputed = twin_encoders(tiny_config(share_type=share_type))
     assert_same_loss_and_gradients(plain, recomputed, encoder_inputs(), jit_compile)
@@ -110,7 +111,7 @@ def test_blocks_and_gradients_of_every_output_in_float64():
                                    rtol=1e-12)
 
 
-@pytest.mark.parametrize("jit_compile", [False, True])
+@pytest.mark.parametrize("jit_compile", [False, pytest.param(True, marks=pytest.mark.slow)])
 def test_recomputing_the_first_blocks_only_gives_the_same_gradients(jit_compile):
     plain, recomputed = twin_encoders(tiny_config(), recompute_blocks=2)
     assert_same_loss_and_gradients(plain, recomputed, encoder_inputs(), jit_compile)

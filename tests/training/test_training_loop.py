@@ -165,6 +165,7 @@ def test_nan_loss_stops_naming_the_step_and_keeps_the_last_checkpoint(tmp_path):
     assert tf.train.latest_checkpoint(str(tmp_path)).endswith("ckpt-2")
 
 
+@pytest.mark.slow
 def test_bfloat16_with_jit_compile_trains(tmp_path):
     set_mixed_precision("mixed_bfloat16")
     trainer = _seeded_trainer(tmp_path, optimizer_name="adamw", learning_rate=0.02, num_train_steps=30,
@@ -221,7 +222,7 @@ def test_the_xla_compiled_update_gives_the_per_op_update_weights(tmp_path, monke
         np.testing.assert_allclose(xla_weight.numpy(), per_op_weight.numpy(), rtol=0, atol=2e-5)
 
 
-@pytest.mark.parametrize("jit_compile", [False, True])
+@pytest.mark.parametrize("jit_compile", [False, pytest.param(True, marks=pytest.mark.slow)])
 def test_float16_scales_the_loss_and_skips_overflowing_steps(tmp_path, jit_compile):
     set_mixed_precision("mixed_float16")
     strategy = _one_device()
