@@ -14,9 +14,11 @@ from albert_tf.tasks.pretraining import Pretraining, PretrainingOptions
 from tests import helpers
 
 
+SIZES = dict(vocab_size=50, num_hidden_layers=3, max_position_embeddings=512, initializer_range=0.3)
+
+
 def tiny_config(**overrides):
-    return helpers.tiny_config(**dict(dict(vocab_size=50, num_hidden_layers=3, max_position_embeddings=512,
-                                           initializer_range=0.3), **overrides))
+    return helpers.tiny_config(**{**SIZES, **overrides})
 
 
 def encoder_inputs(batch=2, seq=7, seed=0):

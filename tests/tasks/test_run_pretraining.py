@@ -8,19 +8,20 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from albert_tf import AlbertConfig, AlbertPretrainer
+from albert_tf import AlbertPretrainer
 from albert_tf.tasks.pretraining import Pretraining, PretrainingOptions
 from albert_tf.training.pretraining_losses import pretraining_loss
 from data_gen.pretraining_input import pretraining_dataset_fn
-from tests.helpers import run_script, tiny_config_values, write_pretraining_records
+from tests import helpers
+from tests.helpers import run_script, write_pretraining_records
 
 SEQ, PREDICTIONS = 16, 3
-TINY = tiny_config_values(hidden_size=32, num_hidden_layers=2, intermediate_size=64, max_position_embeddings=32,
-                          initializer_range=0.02)
+SIZES = dict(hidden_size=32, num_hidden_layers=2, intermediate_size=64, max_position_embeddings=32,
+             initializer_range=0.02)
 
 
 def tiny_config(**overrides):
-    return AlbertConfig(**dict(TINY, **overrides))
+    return helpers.tiny_config(**{**SIZES, **overrides})
 
 
 def options(output_dir, **overrides):
