@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from albert_tf import AlbertClassifier, AlbertConfig, AlbertPretrainer
+from albert_tf import AlbertClassifier, AlbertPretrainer
 from albert_tf.checkpoints import writing
 from albert_tf.checkpoints.hub_module import VARIABLES_BY_TF1_NAME, load_encoder_weights, read_hub_module
 from albert_tf.checkpoints.tf1_names import model_variable_map
@@ -23,7 +23,7 @@ from albert_tf.export.preprocessor import AlbertPreprocessor
 from albert_tf.export.text_classifier import _RawTextClassifier, export_classifier_with_preprocessor
 from albert_tf.export.tfhub_encoder import export_hub_modules
 from albert_tf.tokenization import AlbertTokenizer
-from tests.helpers import REPO_ROOT
+from tests.helpers import REPO_ROOT, tiny_config
 
 README = os.path.join(REPO_ROOT, "README.md")
 
@@ -68,9 +68,9 @@ def _example_inputs():
 def exported(tmp_path_factory, spm_model_file):
     """A tiny pretrainer, its native checkpoint, and the export script's output for them."""
     directory = tmp_path_factory.mktemp("hub_export")
-    config = AlbertConfig(vocab_size=AlbertTokenizer(spm_model_file=spm_model_file).vocab_size, hidden_size=32,
-                          num_hidden_layers=3, num_attention_heads=2, intermediate_size=48, embedding_size=16,
-                          max_position_embeddings=128, hidden_dropout_prob=0.1, attention_probs_dropout_prob=0.1)
+    config = tiny_config(vocab_size=AlbertTokenizer(spm_model_file=spm_model_file).vocab_size, hidden_size=32,
+                         num_hidden_layers=3, intermediate_size=48, embedding_size=16, max_position_embeddings=128,
+                         initializer_range=0.02, hidden_dropout_prob=0.1, attention_probs_dropout_prob=0.1)
     pretrainer = AlbertPretrainer(config)
     checkpoint = writing.save_weights(pretrainer, str(directory / "ckpt" / "model"), format="native")
     config_file = str(directory / "albert_config.json")
