@@ -72,15 +72,20 @@ def randomize(model, seed=0):
     return model
 
 
-def run_script(name, *flags, timeout=600, **env):
-    """Runs `python -m run_scripts.<name> *flags` from the repository root; output is captured as text.
+def run_python(*arguments, timeout=600, **env):
+    """Runs this Python with `arguments` from the repository root; output is captured as text.
 
     TensorFlow's C++ logs are quiet (TF_CPP_MIN_LOG_LEVEL=2) unless `env` says otherwise; `env` adds to
     the environment (e.g. CUDA_VISIBLE_DEVICES="").
     """
     environment = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2", **env}
-    return subprocess.run([sys.executable, "-m", f"run_scripts.{name}", *flags], cwd=REPO_ROOT, env=environment,
-                          capture_output=True, text=True, timeout=timeout)
+    return subprocess.run([sys.executable, *arguments], cwd=REPO_ROOT, env=environment, capture_output=True,
+                          text=True, timeout=timeout)
+
+
+def run_script(name, *flags, timeout=600, **env):
+    """Runs `python -m run_scripts.<name> *flags` as run_python does."""
+    return run_python("-m", f"run_scripts.{name}", *flags, timeout=timeout, **env)
 
 
 _WORDS = ("the model learns a shared block of attention and feed forward weights that runs at every depth "

@@ -1,12 +1,13 @@
 """The one child-process runner behind the isolated model workloads and create_pretraining_data's measurement."""
 import subprocess
-import sys
 import time
 
 import pytest
 
 from albert_tf.benchmarking.child_process import REPOSITORY_ROOT, run_python_child
 from tests.helpers import REPO_ROOT
+
+pytestmark = pytest.mark.slow  # every test starts a child process
 
 
 def test_the_last_marked_line_is_the_record_and_the_child_imports_this_checkout():

@@ -1,13 +1,9 @@
 """Measuring create_pretraining_data: the synthetic corpus, and the generator's rate and memory in a child process."""
-import os
-import subprocess
-import sys
-
+import pytest
 import tensorflow as tf
 
 from albert_tf.benchmarking.pretraining_data import measure_throughput, write_synthetic_corpus
-from tests.fixtures import make_spm_model
-from tests.helpers import REPO_ROOT
+from tests.helpers import run_python
 
 
 def _documents(path):
@@ -28,9 +24,10 @@ def test_synthetic_corpus_is_documents_of_sentences_repeatable_by_seed(tmp_path)
     assert len(words[0] & words[1]) > 0.5 * min(map(len, words))
 
 
-def test_measure_throughput_runs_the_generator_in_a_child_and_reports_its_rate_and_peak_memory(tmp_path):
+@pytest.mark.slow
+def test_measure_throughput_runs_the_generator_in_a_child_and_reports_its_rate_and_peak_memory(tmp_path,
+                                                                                              spm_model_file):
     corpus = write_synthetic_corpus(str(tmp_path / "corpus.txt"), num_documents=40)
-    spm_model_file = make_spm_model(str(tmp_path))
     result = measure_throughput(corpus, str(tmp_path / "out"), spm_model_file, num_workers=2, num_output_shards=2,
                                 max_seq_length=64, max_predictions_per_seq=5, dupe_factor=2)
     shards = [str(tmp_path / "out" / f"measure.tfrecord-0000{index}-of-00002") for index in range(2)]
@@ -42,11 +39,11 @@ def test_measure_throughput_runs_the_generator_in_a_child_and_reports_its_rate_a
     assert result["peak_main_rss_bytes"] > 100e6 and result["peak_pss_bytes"] > 100e6
 
 
+@pytest.mark.slow
 def test_the_benchmarking_package_imports_neither_data_gen_nor_run_scripts():
     code = ("import sys, albert_tf.benchmarking.pretraining_data, albert_tf.benchmarking.reports, "
             "albert_tf.benchmarking.workloads\n"
             "print(sorted(name for name in sys.modules if name.split('.')[0] in ('data_gen', 'run_scripts')))")
-    result = subprocess.run([sys.executable, "-c", code], cwd=REPO_ROOT, capture_output=True, text=True, timeout=120,
-                            env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2"))
+    result = run_python("-c", code, timeout=120)
     assert result.returncode == 0, result.stderr[-3000:]
     assert result.stdout.strip() == "[]"

@@ -4,13 +4,14 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from albert_tf import AlbertClassifier, AlbertConfig, AlbertEncoder, load_weights, save_weights
+from albert_tf import AlbertClassifier, AlbertEncoder, load_weights, save_weights
 from albert_tf.checkpoints import conversion
+from tests.helpers import tiny_config
 
 
 def _config():
-    return AlbertConfig(vocab_size=50, hidden_size=8, num_hidden_layers=2, num_attention_heads=2,
-                        intermediate_size=16, embedding_size=4)
+    return tiny_config(vocab_size=50, hidden_size=8, num_hidden_layers=2, intermediate_size=16, embedding_size=4,
+                       max_position_embeddings=512, initializer_range=0.02)
 
 
 def _values(model):

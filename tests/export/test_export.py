@@ -23,7 +23,7 @@ from albert_tf.export.preprocessor import AlbertPreprocessor
 from albert_tf.export.text_classifier import _RawTextClassifier, export_classifier_with_preprocessor
 from albert_tf.export.tfhub_encoder import export_hub_modules
 from albert_tf.tokenization import AlbertTokenizer
-from tests.helpers import REPO_ROOT, tiny_config
+from tests.helpers import REPO_ROOT, run_python, tiny_config
 
 README = os.path.join(REPO_ROOT, "README.md")
 
@@ -198,8 +198,7 @@ def test_hub_keras_layer_in_tf_keras_trains_every_weight(exported, tmp_path):
     """)
     inputs = json.dumps({name: value.tolist() for name, value in _example_inputs().items()})
     script = f"export_path = {exported['export_path']!r}\nINPUTS = {inputs!r}\n" + HUB_KERAS_LAYER_SNIPPET + check
-    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2")
-    result = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=600)
+    result = run_python("-c", script)
     assert result.returncode == 0, result.stderr[-3000:]
     report = json.loads(result.stdout.strip().splitlines()[-1])
     assert report["trainable"] == len(exported["pretrainer"].encoder.trainable_variables)

@@ -2,8 +2,6 @@
 import json
 import os
 import random
-import subprocess
-import sys
 
 import keras
 import numpy as np
@@ -15,7 +13,7 @@ from albert_tf import AlbertClassifier, AlbertConfig, AlbertEncoder
 from albert_tf.checkpoints import loading, writing
 from albert_tf.tasks import glue as glue_finetuning
 from data_gen import glue
-from tests.helpers import REPO_ROOT, run_script, tiny_config_values
+from tests.helpers import run_python, run_script, tiny_config_values
 
 
 # One file per (task, split) in the GLUE download's layout: header rows, column orders and quirks.
@@ -207,11 +205,8 @@ def test_paper_hparams_flags_search_every_checkpoint_as_run_glue_sh(tmp_path):
     fields = "save_checkpoints_steps,eval_every_checkpoint,train_step,learning_rate"
 
     def options(*flags):
-        completed = subprocess.run(
-            [sys.executable, "-c", _PRINT_OPTIONS, "--task_name=RTE", f"--output_dir={tmp_path}",
-             f"--data_dir={tmp_path}", *flags, fields],
-            cwd=REPO_ROOT, env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2", CUDA_VISIBLE_DEVICES=""),
-            capture_output=True, text=True, timeout=300)
+        completed = run_python("-c", _PRINT_OPTIONS, "--task_name=RTE", f"--output_dir={tmp_path}",
+                               f"--data_dir={tmp_path}", *flags, fields, timeout=300, CUDA_VISIBLE_DEVICES="")
         assert completed.returncode == 0, completed.stderr[-4000:]
         return json.loads(completed.stdout.splitlines()[-1])
 

@@ -18,7 +18,7 @@ import tensorflow as tf
 
 from albert_tf.training import distribution
 from tests import _toy_training as toy
-from tests.helpers import REPO_ROOT, TOY_SCRIPT
+from tests.helpers import TOY_SCRIPT, run_python
 
 TOY_FLAGS = ["--num_train_steps=6", "--global_batch_size=8", "--deterministic", "--save_checkpoints_steps=3",
              "--steps_per_loop=2"]
@@ -197,9 +197,7 @@ print("RESULT " + json.dumps({
 
 
 def _two_cpu_script_result(script, *args):
-    result = subprocess.run([sys.executable, "-c", script, *args], capture_output=True,
-                            text=True, timeout=TIMEOUT_S, env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3"),
-                            cwd=REPO_ROOT)
+    result = run_python("-c", script, *args, timeout=TIMEOUT_S, TF_CPP_MIN_LOG_LEVEL="3")
     assert result.returncode == 0, result.stderr[-3000:]
     return json.loads(result.stdout.split("RESULT ")[-1].splitlines()[0])
 

@@ -17,7 +17,7 @@ from albert_tf.training.checkpointing import NonFiniteLossError
 from albert_tf.training.settings import set_mixed_precision
 from albert_tf.training.trainer import Trainer
 from tests import _toy_training as toy
-from tests.helpers import TOY_SCRIPT
+from tests.helpers import TOY_SCRIPT, run_python
 
 TIMEOUT_S = 300  # bounded, with room for a loaded 2-core machine
 
@@ -257,8 +257,7 @@ def test_a_float16_model_gets_a_loss_scale_optimizer(tmp_path):
 
 
 def _run_toy(model_dir, *flags):
-    completed = subprocess.run([sys.executable, TOY_SCRIPT, f"--model_dir={model_dir}", *flags],
-                               capture_output=True, text=True, timeout=TIMEOUT_S)
+    completed = run_python(TOY_SCRIPT, f"--model_dir={model_dir}", *flags, timeout=TIMEOUT_S)
     assert completed.returncode == 0, completed.stderr[-3000:]
     return completed
 
