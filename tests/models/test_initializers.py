@@ -7,7 +7,7 @@ import pytest
 from albert_tf import AlbertClassifier, AlbertMultipleChoice, AlbertPretrainer, AlbertSpanPredictor, AlbertSquadV2
 from albert_tf.checkpoints import hf_names
 from albert_tf.layers.initializers import HEAD_INITIALIZER_STDDEV, LAYER_NORM_EPSILON, truncated_normal
-from tests.models.test_encoder import tiny_config
+from tests.helpers import tiny_config
 
 
 def test_truncated_normal_is_keras_truncated_normal_with_that_stddev():

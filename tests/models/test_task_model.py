@@ -11,7 +11,7 @@ from albert_tf import (AlbertClassifier, AlbertEncoder, AlbertMultipleChoice, Al
                        AlbertSquadV2)
 from albert_tf.checkpoints.tf1_names import model_variable_map
 from albert_tf.models.task_model import AlbertTaskModel
-from tests.models.test_encoder import random_inputs, tiny_config
+from tests.helpers import random_inputs, tiny_config
 
 ENCODER_KEYS = ("input_word_ids", "input_mask", "input_type_ids")
 
