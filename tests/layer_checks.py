@@ -9,7 +9,7 @@ one axis (the sequence, or the batch where there is none) of size `length`. The 
   varying axes unknown, equal to eager at each length;
 - jit_compile=True output equal to eager within JIT_TOLERANCE;
 - a mixed_bfloat16 instance close to float32: float outputs within BFLOAT16_TOLERANCE of each output's scale
-  (its largest magnitude, at least 1);
+  (its largest magnitude, at least 1); integer outputs (top-k indices, which may swap near-ties) by shape and dtype;
 - a tf.train.Checkpoint round trip: save, a new instance (other initial weights), restore, equal outputs.
 """
 import os
@@ -21,7 +21,7 @@ import tensorflow as tf
 
 LENGTHS = (5, 8)
 JIT_TOLERANCE = 1e-5
-# bfloat16 keeps 8 bits of mantissa (relative rounding 2^-9); a few blocks of matmuls, softmax and LayerNorm
+# bfloat16 keeps 8 significant bits (relative rounding 2^-8); a few blocks of matmuls, softmax and LayerNorm
 # compound it to a few percent of the output's scale. A wrong cast or a float32 op in bfloat16 is off by O(1).
 BFLOAT16_TOLERANCE = 0.05
 MASKED_MAGNITUDE = 1e20
