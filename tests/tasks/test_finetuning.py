@@ -8,7 +8,7 @@ import tensorflow as tf
 
 from albert_tf.tasks import finetuning
 from albert_tf.training import metrics
-from tests import fixtures
+from tests.helpers import make_spm_model
 
 SEQ = 6
 
@@ -177,7 +177,7 @@ def test_regression_functions_fit_a_linear_score(tmp_path):
 
 
 def test_the_tokenizer_comes_from_the_options_or_beside_the_checkpoint(tmp_path):
-    spm_model = fixtures.make_spm_model(str(tmp_path))
+    spm_model = make_spm_model(str(tmp_path))
     given = finetuning.resolve_tokenizer(finetuning.FinetuningOptions("/tmp", spm_model_file=spm_model,
                                                                       do_lower_case=False))
     assert given.spm_model_file == spm_model and not given.do_lower_case

@@ -1,7 +1,6 @@
 """GLUE: the original processors' file layouts, tfds input, features, metrics, and run_glue end to end."""
 import json
 import os
-import random
 
 import keras
 import numpy as np
@@ -13,7 +12,8 @@ from albert_tf import AlbertClassifier, AlbertConfig, AlbertEncoder
 from albert_tf.checkpoints import loading, writing
 from albert_tf.tasks import glue as glue_finetuning
 from data_gen import glue
-from tests.helpers import run_python, run_script, tiny_config_values
+from tests.helpers import run_python, run_script
+from tests.tasks.task_data import GLUE_TINY_CONFIG, write_keyword_mrpc
 
 
 # One file per (task, split) in the GLUE download's layout: header rows, column orders and quirks.
@@ -255,46 +255,17 @@ def test_changing_max_seq_length_rebuilds_the_cached_features(glue_dir, tokenize
 
 # ---- end to end ------------------------------------------------------------------------------------
 
-_TOY_WORDS = "the model learns a shared block of attention and feed forward weights that runs at every depth".split()
-
-
-def _sentence(rng, keyword_count):
-    words = [rng.choice(_TOY_WORDS) for _ in range(rng.randint(4, 9))]
-    for _ in range(keyword_count):
-        words.insert(rng.randint(0, len(words)), "lamb")
-    return " ".join(words)
-
-
-def _write_keyword_mrpc(directory, sizes=(("train", 400), ("dev", 64), ("test", 12))):
-    """MRPC in its real format; a pair is a 'paraphrase' iff its second sentence says "lamb"."""
-    rng = random.Random(0)
-    (directory / "MRPC").mkdir(parents=True)
-    for split, count in sizes:
-        rows = ["Quality\t#1 ID\t#2 ID\t#1 String\t#2 String" if split != "test" else
-                "index\t#1 ID\t#2 ID\t#1 String\t#2 String"]
-        for index in range(count):
-            label = rng.randint(0, 1)
-            first = label if split != "test" else 100 + index
-            rows.append(f"{first}\t{1000 + index}\t{2000 + index}\t{_sentence(rng, 0)}\t{_sentence(rng, 3 * label)}")
-        (directory / "MRPC" / f"{split}.tsv").write_text("\n".join(rows) + "\n")
-
-
 def _run_glue(*flags):
     completed = run_script("run_glue", *flags, CUDA_VISIBLE_DEVICES="")
     assert completed.returncode == 0, completed.stderr[-4000:]
     return completed.stderr
 
 
-TINY_CONFIG = tiny_config_values(vocab_size=120, hidden_size=32, num_hidden_layers=2, intermediate_size=64,
-                                 embedding_size=16, max_position_embeddings=64, initializer_range=0.02,
-                                 hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0)
-
-
 @pytest.mark.slow
 def test_run_glue_learns_writes_predictions_and_restarts_from_a_tf1_checkpoint(tmp_path, tokenizer):
-    _write_keyword_mrpc(tmp_path / "glue")
+    write_keyword_mrpc(tmp_path / "glue")
     config_file = tmp_path / "albert_config.json"
-    config_file.write_text(json.dumps(TINY_CONFIG))
+    config_file.write_text(json.dumps(GLUE_TINY_CONFIG))
     common = [f"--data_dir={tmp_path / 'glue'}", "--task_name=MRPC", "--max_seq_length=32", "--eval_batch_size=64",
               "--predict_batch_size=64", f"--cached_dir={tmp_path / 'cache'}"]
     # TensorFlow's kernels here, to keep the suite short; the hub-module test below trains under XLA.
@@ -357,8 +328,8 @@ def test_run_glue_from_an_exported_hub_module(tmp_path, tokenizer):
     """--hub_module_handle: config, vocabulary and encoder weights all come from the export."""
     from albert_tf.export.tfhub_encoder import export_hub_modules
 
-    _write_keyword_mrpc(tmp_path / "glue", sizes=(("train", 400), ("dev", 64)))
-    config = AlbertConfig.from_dict(TINY_CONFIG)
+    write_keyword_mrpc(tmp_path / "glue", sizes=(("train", 400), ("dev", 64)))
+    config = AlbertConfig.from_dict(GLUE_TINY_CONFIG)
     # A fixed starting point: from some random encoders, 60 steps do not reach the accuracy asserted below.
     keras.utils.set_random_seed(0)
     pretrained = AlbertEncoder(config)

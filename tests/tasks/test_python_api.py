@@ -12,10 +12,8 @@ from albert_tf.tasks.pretraining import PretrainingOptions, run_pretraining
 from albert_tf.tasks.quickstart import QuickstartOptions, run_quickstart, summary_text
 from albert_tf.tasks.race import RaceOptions, run_race
 from albert_tf.tasks.squad import SquadOptions, run_squad
-from tests import fixtures
-from tests.tasks.test_glue import TINY_CONFIG, _write_keyword_mrpc
-from tests.tasks.test_race import _write_keyword_race
-from tests.tasks.test_run_squad import _data_files, assets  # noqa: F401 (assets is a fixture)
+from tests.helpers import make_spm_model, write_corpus, write_pretraining_records
+from tests.tasks.task_data import GLUE_TINY_CONFIG, squad_data_files, write_keyword_mrpc, write_keyword_race
 
 pytestmark = pytest.mark.slow
 
@@ -27,8 +25,8 @@ def tiny_model(tmp_path_factory):
     """(config file, SentencePiece model) of the GLUE and RACE runs."""
     directory = tmp_path_factory.mktemp("tiny_model")
     config_file = directory / "albert_config.json"
-    config_file.write_text(json.dumps(TINY_CONFIG))
-    return str(config_file), fixtures.make_spm_model(str(directory))
+    config_file.write_text(json.dumps(GLUE_TINY_CONFIG))
+    return str(config_file), make_spm_model(str(directory))
 
 
 def _finetuning(output_dir, config_file, spm_model, **changes):
@@ -46,7 +44,7 @@ def _lines(path):
 
 
 def test_glue_from_python(tmp_path, tiny_model):
-    _write_keyword_mrpc(tmp_path / "glue", sizes=(("train", 32), ("dev", 12), ("test", 5)))
+    write_keyword_mrpc(tmp_path / "glue", sizes=(("train", 32), ("dev", 12), ("test", 5)))
     output_dir = tmp_path / "run"
     results = run_glue(GlueOptions(_finetuning(output_dir, *tiny_model), task_name="MRPC",
                                    data_dir=str(tmp_path / "glue")))
@@ -76,9 +74,9 @@ def test_glue_paper_hparams_yield_to_the_explicit_options(tmp_path, tiny_model):
         run_glue(GlueOptions(options.finetuning, task_name="mrpc"))
 
 
-def test_squad_v2_from_python(tmp_path, assets):  # noqa: F811 (the fixture)
-    directory, spm_model, config_file = assets
-    train, dev, search = _data_files(directory, version_2=True)
+def test_squad_v2_from_python(tmp_path, squad_assets):
+    directory, spm_model, config_file = squad_assets
+    train, dev, search = squad_data_files(directory, version_2=True)
     output_dir = tmp_path / "run"
     results = run_squad(SquadOptions(
         _finetuning(output_dir, config_file, spm_model, max_seq_length=48, num_train_epochs=None),
@@ -95,7 +93,7 @@ def test_squad_v2_from_python(tmp_path, assets):  # noqa: F811 (the fixture)
 
 
 def test_race_from_python(tmp_path, tiny_model):
-    _write_keyword_race(tmp_path / "data", sizes=(("train", 8), ("dev", 4), ("test", 4)))
+    write_keyword_race(tmp_path / "data", sizes=(("train", 8), ("dev", 4), ("test", 4)))
     output_dir = tmp_path / "run"
     results = run_race(RaceOptions(_finetuning(output_dir, *tiny_model, max_seq_length=40),
                                    data_dir=str(tmp_path / "data"), max_qa_length=16))
@@ -109,7 +107,7 @@ def test_race_from_python(tmp_path, tiny_model):
 
 
 def test_pretraining_from_python(tmp_path):
-    records = fixtures.write_pretraining_records(str(tmp_path / "train.tfrecord"), num_records=32, max_seq_length=16,
+    records = write_pretraining_records(str(tmp_path / "train.tfrecord"), num_records=32, max_seq_length=16,
                                                  max_predictions=3)
     config = AlbertConfig(vocab_size=60, embedding_size=8, hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
                           intermediate_size=64, max_position_embeddings=32)
@@ -127,8 +125,8 @@ def test_pretraining_from_python(tmp_path):
 
 
 def test_demo_from_python(tmp_path):
-    train_text = fixtures.write_corpus(str(tmp_path / "train.txt"), num_documents=60)
-    eval_text = fixtures.write_corpus(str(tmp_path / "eval.txt"), num_documents=10, seed=1)
+    train_text = write_corpus(str(tmp_path / "train.txt"), num_documents=60)
+    eval_text = write_corpus(str(tmp_path / "eval.txt"), num_documents=10, seed=1)
     summary = run_quickstart(QuickstartOptions(
         output_dir=str(tmp_path / "demo"), input_file=train_text, eval_input_file=eval_text, vocab_size=100,
         max_seq_length=32, dupe_factor=1, num_train_steps=STEPS, train_batch_size=8, num_workers=1,

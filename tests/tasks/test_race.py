@@ -1,32 +1,19 @@
 """RACE: both file layouts, the original's truncation, accuracy by level, and run_race end to end."""
 import json
-import random
 
 import pytest
 
 from albert_tf.tasks import race as race_finetuning
 from data_gen import race
 from tests.helpers import run_script
-
-
-def _article(article_id, questions, answers, options=None, text="the model learns a shared block"):
-    options = options or [["red", "green", "blue", "white"] for _ in questions]
-    return {"article": text, "questions": questions, "options": options, "answers": answers, "id": article_id}
-
-
-def _write(path, *articles, merged=False):
-    path.parent.mkdir(parents=True, exist_ok=True)
-    if merged:
-        path.write_text("".join(json.dumps(article) + "\n" for article in articles))
-    else:
-        path.write_text(json.dumps(articles[0], indent=1))
+from tests.tasks.task_data import race_article, write_keyword_race, write_race_file
 
 
 def test_per_article_files_and_merged_all_txt(tmp_path):
-    _write(tmp_path / "RACE" / "dev" / "middle" / "1.txt", _article("middle1.txt", ["Q1?", "Q2 _ ."], ["B", "D"]))
-    _write(tmp_path / "RACE" / "dev" / "high" / "all.txt", _article("high5.txt", ["H1?"], ["A"]),
-           _article("high6.txt", ["H2?", "H3?"], ["C", "A"]), merged=True)
-    _write(tmp_path / "RACE" / "dev" / "high" / "5.txt", _article("high5.txt", ["H1?"], ["A"]))  # also in all.txt
+    write_race_file(tmp_path / "RACE" / "dev" / "middle" / "1.txt", race_article("middle1.txt", ["Q1?", "Q2 _ ."], ["B", "D"]))
+    write_race_file(tmp_path / "RACE" / "dev" / "high" / "all.txt", race_article("high5.txt", ["H1?"], ["A"]),
+           race_article("high6.txt", ["H2?", "H3?"], ["C", "A"]), merged=True)
+    write_race_file(tmp_path / "RACE" / "dev" / "high" / "5.txt", race_article("high5.txt", ["H1?"], ["A"]))  # also in all.txt
     examples = race.read_examples(str(tmp_path), "dev")
     assert [(example.example_id, example.level, example.label) for example in examples] == [
         ("middle1.txt-0", "middle", 1), ("middle1.txt-1", "middle", 3),
@@ -38,11 +25,11 @@ def test_per_article_files_and_merged_all_txt(tmp_path):
 
 
 def test_bad_answers_and_options_name_the_file_and_question(tmp_path):
-    _write(tmp_path / "RACE" / "train" / "middle" / "7.txt", _article("middle7.txt", ["Q?", "R?"], ["A", "E"]))
+    write_race_file(tmp_path / "RACE" / "train" / "middle" / "7.txt", race_article("middle7.txt", ["Q?", "R?"], ["A", "E"]))
     with pytest.raises(ValueError, match=r"middle/7.txt:1: question 1 of article 'middle7.txt' has answer 'E'"):
         race.read_examples(str(tmp_path), "train", ["middle"])
-    _write(tmp_path / "RACE" / "test" / "high" / "8.txt",
-           _article("high8.txt", ["Q?"], ["A"], options=[["yes", "no", "maybe"]]))
+    write_race_file(tmp_path / "RACE" / "test" / "high" / "8.txt",
+           race_article("high8.txt", ["Q?"], ["A"], options=[["yes", "no", "maybe"]]))
     with pytest.raises(ValueError, match=r"high/8.txt:1: question 0 of article 'high8.txt' has 3 options"):
         race.read_examples(str(tmp_path), "test", ["high"])
     with pytest.raises(ValueError, match=r"RACE/test/middle does not exist"):
@@ -96,35 +83,6 @@ def test_accuracy_by_level():
 
 # ---- end to end ------------------------------------------------------------------------------------
 
-_WORDS = "the model learns a shared block of attention and feed forward weights that runs at every depth".split()
-
-
-def _write_keyword_race(directory, sizes=(("train", 120), ("dev", 24), ("test", 8))):
-    """A RACE directory where the right option is the one that says "lamb" (per-article files for middle,
-    all.txt for high)."""
-    rng = random.Random(1)
-    for split, articles in sizes:
-        for level in race.LEVELS:
-            lines = []
-            for index in range(articles // 2):
-                answers, options, questions = [], [], []
-                for _ in range(2):
-                    right = rng.randrange(4)
-                    choices = [" ".join(rng.choice(_WORDS) for _ in range(3)) for _ in range(4)]
-                    choices[right] = choices[right] + " lamb lamb"
-                    questions.append("which one is _ here" if rng.random() < 0.5 else "which one")
-                    options.append(choices)
-                    answers.append("ABCD"[right])
-                article = _article(f"{level}{index}.txt", questions, answers, options,
-                                   text=" ".join(rng.choice(_WORDS) for _ in range(30)))
-                if level == "middle":
-                    _write(directory / "RACE" / split / level / f"{index}.txt", article)
-                else:
-                    lines.append(article)
-            if lines:
-                _write(directory / "RACE" / split / level / "all.txt", *lines, merged=True)
-
-
 def _run_race(*flags):
     completed = run_script("run_race", *flags, CUDA_VISIBLE_DEVICES="")
     assert completed.returncode == 0, completed.stderr[-4000:]
@@ -132,7 +90,7 @@ def _run_race(*flags):
 
 @pytest.mark.slow
 def test_run_race_learns_and_restarts_from_its_own_checkpoint(tmp_path, tokenizer):
-    _write_keyword_race(tmp_path / "data")
+    write_keyword_race(tmp_path / "data")
     config_file = tmp_path / "albert_config.json"
     config_file.write_text(json.dumps(dict(vocab_size=120, hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
                                            intermediate_size=64, embedding_size=16, max_position_embeddings=64,

@@ -5,65 +5,20 @@ word and the answer is that word ("Which colour is named?"). For v2.0 a third of
 colour and the question has no answer. A tiny model learns it in a few dozen steps.
 """
 import json
-import random
 
 import pytest
 import tensorflow as tf
 
-from albert_tf.config import AlbertConfig
-from data_gen import build_vocab, squad_evaluation
-from tests.helpers import run_script, tiny_config_values
+from data_gen import squad_evaluation
+from tests.helpers import run_script
+from tests.tasks.task_data import squad_data_files
 
 pytestmark = pytest.mark.slow  # every test runs the script
 
-FILLER = tuple("river stone cloud lamp window garden bridge paper engine forest music table winter harbor".split())
-COLOURS = ("Coral", "Violet", "Amber", "Olive")
-TINY_CONFIG = tiny_config_values(vocab_size=0, embedding_size=16, hidden_size=32, num_hidden_layers=2,
-                                 intermediate_size=64, max_position_embeddings=64, initializer_range=0.02,
-                                 hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0)
 
-
-def _squad_json(path, num_questions, impossible_fraction, seed):
-    rng = random.Random(seed)
-    paragraphs = []
-    for index in range(num_questions):
-        words = [rng.choice(FILLER) for _ in range(rng.randint(6, 12))]
-        qa = {"id": f"q{seed}-{index}", "question": "Which colour is named?", "answers": [],
-              "is_impossible": rng.random() < impossible_fraction}
-        if not qa["is_impossible"]:
-            position = rng.randint(0, len(words))
-            words.insert(position, rng.choice(COLOURS))
-            answer_start = sum(len(word) + 1 for word in words[:position])
-            qa["answers"] = [{"text": words[position], "answer_start": answer_start}]
-        paragraphs.append({"context": " ".join(words) + ".", "qas": [qa]})
-    path.write_text(json.dumps({"version": "synthetic", "data": [{"title": "colours", "paragraphs": paragraphs}]}))
-    return str(path)
-
-
-def _data_files(directory, version_2):
-    impossible = 1 / 3 if version_2 else 0.0
-    name = "v2" if version_2 else "v1"
-    return [_squad_json(directory / f"{split}-{name}.json", count, impossible, seed=seed)
-            for split, count, seed in (("train", 320, 1), ("dev", 48, 2), ("search", 48, 3))]
-
-
-@pytest.fixture(scope="module")
-def assets(tmp_path_factory):
-    directory = tmp_path_factory.mktemp("run_squad")
-    corpus = directory / "corpus.txt"
-    rng = random.Random(0)
-    words = [word.lower() for word in FILLER + COLOURS + ("which", "colour", "is", "named?")]
-    corpus.write_text("".join(" ".join(rng.choice(words) for _ in range(10)) + "\n" for _ in range(400)))
-    # Every filler and colour word becomes one piece.
-    spm_model = build_vocab.train_sentencepiece([str(corpus)], str(directory / "spm"), vocab_size=56)
-    config_path = directory / "albert_config.json"
-    AlbertConfig(**dict(TINY_CONFIG, vocab_size=56)).to_json_file(str(config_path))
-    return directory, spm_model, str(config_path)
-
-
-def _run_squad(assets, output_dir, version_2, extra=()):
-    directory, spm_model, config_path = assets
-    train, dev = _data_files(directory, version_2)[:2]
+def _run_squad(squad_assets, output_dir, version_2, extra=()):
+    directory, spm_model, config_path = squad_assets
+    train, dev = squad_data_files(directory, version_2)[:2]
     flags = [f"--albert_config_file={config_path}", f"--spm_model_file={spm_model}", f"--train_file={train}",
              f"--predict_file={dev}", f"--output_dir={output_dir}", "--do_train", "--do_eval", "--max_seq_length=48",
              "--max_query_length=8", "--doc_stride=16", "--train_batch_size=16", "--num_train_epochs=3",
@@ -78,8 +33,8 @@ def _run_squad(assets, output_dir, version_2, extra=()):
     return results, gold, completed.stderr
 
 
-def test_squad_v1_learns_and_writes_official_predictions(assets, tmp_path):
-    results, gold, log = _run_squad(assets, tmp_path, version_2=False, extra=[f"--export_dir={tmp_path / 'export'}"])
+def test_squad_v1_learns_and_writes_official_predictions(squad_assets, tmp_path):
+    results, gold, log = _run_squad(squad_assets, tmp_path, version_2=False, extra=[f"--export_dir={tmp_path / 'export'}"])
     assert results["global_step"] == int(320 / 16 * 3)
     assert results["exact_match"] >= 90.0 and results["f1"] >= 90.0, results
     predictions = json.loads((tmp_path / "predictions.json").read_text())
@@ -96,9 +51,9 @@ def test_squad_v1_learns_and_writes_official_predictions(assets, tmp_path):
     assert sorted(outputs) == ["end_logits", "start_logits"] and outputs["start_logits"].shape == (2, 48)
 
 
-def test_squad_v2_learns_null_answers_and_writes_null_odds(assets, tmp_path):
-    search_file = _data_files(assets[0], version_2=True)[2]
-    results, gold, _ = _run_squad(assets, tmp_path, version_2=True,
+def test_squad_v2_learns_null_answers_and_writes_null_odds(squad_assets, tmp_path):
+    search_file = squad_data_files(squad_assets[0], version_2=True)[2]
+    results, gold, _ = _run_squad(squad_assets, tmp_path, version_2=True,
                                   extra=["--do_predict", f"--null_threshold_search_file={search_file}",
                                          "--nojit_compile"])  # the v1 test trains under XLA
     assert results["HasAns_total"] + results["NoAns_total"] == results["total"] == len(gold)
@@ -123,9 +78,9 @@ def test_squad_v2_learns_null_answers_and_writes_null_odds(assets, tmp_path):
     assert predicted["f1"] == pytest.approx(results["f1"]) and "original_f1" in predicted
 
 
-def test_v2_data_without_version_2_flag_is_refused(assets, tmp_path):
-    directory, spm_model, config_path = assets
-    train = _data_files(directory, version_2=True)[0]
+def test_v2_data_without_version_2_flag_is_refused(squad_assets, tmp_path):
+    directory, spm_model, config_path = squad_assets
+    train = squad_data_files(directory, version_2=True)[0]
     completed = run_script("run_squad", f"--albert_config_file={config_path}", f"--spm_model_file={spm_model}",
                            f"--train_file={train}", f"--output_dir={tmp_path}", "--do_train", "--max_seq_length=48",
                            "--max_query_length=8", "--doc_stride=16")

@@ -1,0 +1,126 @@
+"""Tiny data in the real formats of GLUE, RACE and SQuAD, built so that a tiny model learns each task in a few
+dozen steps; the task tests (scripts and Python API) share it."""
+import json
+import random
+
+from albert_tf.config import AlbertConfig
+from data_gen import build_vocab, race
+from tests.helpers import tiny_config_values
+
+KEYWORD_FILLER = "the model learns a shared block of attention and feed forward weights that runs at every depth".split()
+
+GLUE_TINY_CONFIG = tiny_config_values(vocab_size=120, hidden_size=32, num_hidden_layers=2, intermediate_size=64,
+                                      embedding_size=16, max_position_embeddings=64, initializer_range=0.02,
+                                      hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0)
+
+
+def _sentence(rng, keyword_count):
+    words = [rng.choice(KEYWORD_FILLER) for _ in range(rng.randint(4, 9))]
+    for _ in range(keyword_count):
+        words.insert(rng.randint(0, len(words)), "lamb")
+    return " ".join(words)
+
+
+def write_keyword_mrpc(directory, sizes=(("train", 400), ("dev", 64), ("test", 12))):
+    """MRPC in its real format; a pair is a 'paraphrase' iff its second sentence says "lamb"."""
+    rng = random.Random(0)
+    (directory / "MRPC").mkdir(parents=True)
+    for split, count in sizes:
+        rows = ["Quality\t#1 ID\t#2 ID\t#1 String\t#2 String" if split != "test" else
+                "index\t#1 ID\t#2 ID\t#1 String\t#2 String"]
+        for index in range(count):
+            label = rng.randint(0, 1)
+            first = label if split != "test" else 100 + index
+            rows.append(f"{first}\t{1000 + index}\t{2000 + index}\t{_sentence(rng, 0)}\t{_sentence(rng, 3 * label)}")
+        (directory / "MRPC" / f"{split}.tsv").write_text("\n".join(rows) + "\n")
+
+
+# ---- RACE ------------------------------------------------------------------------------------------
+
+def race_article(article_id, questions, answers, options=None, text="the model learns a shared block"):
+    options = options or [["red", "green", "blue", "white"] for _ in questions]
+    return {"article": text, "questions": questions, "options": options, "answers": answers, "id": article_id}
+
+
+def write_race_file(path, *articles, merged=False):
+    """One article per file as the RACE download, or `merged` JSON lines as the original's all.txt."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if merged:
+        path.write_text("".join(json.dumps(article) + "\n" for article in articles))
+    else:
+        path.write_text(json.dumps(articles[0], indent=1))
+
+
+def write_keyword_race(directory, sizes=(("train", 120), ("dev", 24), ("test", 8))):
+    """A RACE directory where the right option is the one that says "lamb" (per-article files for middle,
+    all.txt for high)."""
+    rng = random.Random(1)
+    for split, articles in sizes:
+        for level in race.LEVELS:
+            lines = []
+            for index in range(articles // 2):
+                answers, options, questions = [], [], []
+                for _ in range(2):
+                    right = rng.randrange(4)
+                    choices = [" ".join(rng.choice(KEYWORD_FILLER) for _ in range(3)) for _ in range(4)]
+                    choices[right] = choices[right] + " lamb lamb"
+                    questions.append("which one is _ here" if rng.random() < 0.5 else "which one")
+                    options.append(choices)
+                    answers.append("ABCD"[right])
+                article = race_article(f"{level}{index}.txt", questions, answers, options,
+                                       text=" ".join(rng.choice(KEYWORD_FILLER) for _ in range(30)))
+                if level == "middle":
+                    write_race_file(directory / "RACE" / split / level / f"{index}.txt", article)
+                else:
+                    lines.append(article)
+            if lines:
+                write_race_file(directory / "RACE" / split / level / "all.txt", *lines, merged=True)
+
+
+# ---- SQuAD -----------------------------------------------------------------------------------------
+# Every context is a line of filler words; an answerable question's context holds one colour word and the
+# answer is that word ("Which colour is named?"). For v2.0 a third of the contexts hold no colour.
+
+FILLER = tuple("river stone cloud lamp window garden bridge paper engine forest music table winter harbor".split())
+COLOURS = ("Coral", "Violet", "Amber", "Olive")
+SQUAD_TINY_CONFIG = tiny_config_values(vocab_size=0, embedding_size=16, hidden_size=32, num_hidden_layers=2,
+                                       intermediate_size=64, max_position_embeddings=64, initializer_range=0.02,
+                                       hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0)
+
+
+def squad_json(path, num_questions, impossible_fraction, seed):
+    rng = random.Random(seed)
+    paragraphs = []
+    for index in range(num_questions):
+        words = [rng.choice(FILLER) for _ in range(rng.randint(6, 12))]
+        qa = {"id": f"q{seed}-{index}", "question": "Which colour is named?", "answers": [],
+              "is_impossible": rng.random() < impossible_fraction}
+        if not qa["is_impossible"]:
+            position = rng.randint(0, len(words))
+            words.insert(position, rng.choice(COLOURS))
+            answer_start = sum(len(word) + 1 for word in words[:position])
+            qa["answers"] = [{"text": words[position], "answer_start": answer_start}]
+        paragraphs.append({"context": " ".join(words) + ".", "qas": [qa]})
+    path.write_text(json.dumps({"version": "synthetic", "data": [{"title": "colours", "paragraphs": paragraphs}]}))
+    return str(path)
+
+
+def squad_data_files(directory, version_2):
+    """[train, dev, threshold search] SQuAD files of the colour task."""
+    impossible = 1 / 3 if version_2 else 0.0
+    name = "v2" if version_2 else "v1"
+    return [squad_json(directory / f"{split}-{name}.json", count, impossible, seed=seed)
+            for split, count, seed in (("train", 320, 1), ("dev", 48, 2), ("search", 48, 3))]
+
+
+def make_squad_assets(directory):
+    """(directory, SentencePiece model, config file) of the colour task."""
+    corpus = directory / "corpus.txt"
+    rng = random.Random(0)
+    words = [word.lower() for word in FILLER + COLOURS + ("which", "colour", "is", "named?")]
+    corpus.write_text("".join(" ".join(rng.choice(words) for _ in range(10)) + "\n" for _ in range(400)))
+    # Every filler and colour word becomes one piece.
+    spm_model = build_vocab.train_sentencepiece([str(corpus)], str(directory / "spm"), vocab_size=56)
+    config_path = directory / "albert_config.json"
+    AlbertConfig(**dict(SQUAD_TINY_CONFIG, vocab_size=56)).to_json_file(str(config_path))
+    return directory, spm_model, str(config_path)
