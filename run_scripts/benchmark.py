@@ -13,21 +13,16 @@ to --output_json. Runs on the GPU when TensorFlow sees one.
 
 import json
 import os
-import tempfile
 
-from absl import app, flags, logging
+from absl import app, flags
 
-from albert_tf.benchmarking.flops import MODEL_WORKLOADS
-from albert_tf.benchmarking.pretraining_data import measure_throughput, write_synthetic_corpus
 from albert_tf.benchmarking.reports import comparison_table, markdown_table
-from albert_tf.benchmarking.workloads import (BenchmarkSettings, compare_presets, data_record, measure_dataset,
-                                              run_in_subprocess, run_model_workload, summarize)
+from albert_tf.benchmarking.suite import (DATA_WORKLOADS, WORKLOADS, BenchmarkOptions, DataWorkloadOptions,
+                                          run_benchmarks)
+from albert_tf.benchmarking.workloads import BenchmarkSettings
 from albert_tf.config import load_config
 from albert_tf.training import host_allocator
 from run_scripts.training_flags import define_compute_flags, recompute_blocks_from_flags
-
-DATA_WORKLOADS = ("input_pipeline", "create_pretraining_data")
-WORKLOADS = MODEL_WORKLOADS + DATA_WORKLOADS
 
 FLAGS = flags.FLAGS
 flags.DEFINE_list("workloads", list(WORKLOADS), f"Workloads to run, from {', '.join(WORKLOADS)}; may be empty.")
@@ -72,41 +67,6 @@ def _model_settings():
         steps_per_loop=FLAGS.steps_per_loop, recompute_blocks=recompute_blocks_from_flags())
 
 
-def _data_records(settings, work_dir):
-    """create_pretraining_data on a synthetic corpus, then the pretraining reader over its shards."""
-    from data_gen import build_vocab
-    from data_gen import create_pretraining_data as cpd
-    from data_gen.pretraining_input import make_pretraining_dataset
-
-    corpus = write_synthetic_corpus(os.path.join(work_dir, "corpus.txt"), FLAGS.corpus_documents)
-    spm_model_file = build_vocab.train_sentencepiece([corpus], os.path.join(work_dir, "spm"),
-                                                     vocab_size=FLAGS.vocab_size)
-    lengths = dict(max_seq_length=settings.seq_length, max_predictions_per_seq=settings.max_predictions_per_seq)
-    records, runs = [], []
-    repeats = settings.repeats if "create_pretraining_data" in FLAGS.workloads else 1
-    for repeat in range(repeats):
-        logging.info("create_pretraining_data run %d of %d", repeat + 1, repeats)
-        runs.append(measure_throughput(
-            corpus, os.path.join(work_dir, f"shards_{repeat}"), spm_model_file, num_workers=FLAGS.num_workers,
-            num_output_shards=FLAGS.num_output_shards, dupe_factor=FLAGS.dupe_factor, **lengths))
-    if "create_pretraining_data" in FLAGS.workloads:
-        rates = summarize([run["instances_per_second"] for run in runs])
-        records.append(data_record(
-            "create_pretraining_data", "synthetic corpus", 1, settings.seq_length,
-            {f"seq_per_s_{key}": value for key, value in rates.items()},
-            num_workers=FLAGS.num_workers, instances_per_s_per_worker=rates["median"] / FLAGS.num_workers,
-            instances=runs[0]["instances"], peak_rss_mb=max(run["peak_main_rss_bytes"] for run in runs) / 1e6,
-            peak_pss_mb=max(run["peak_pss_bytes"] for run in runs) / 1e6))
-    if "input_pipeline" in FLAGS.workloads:
-        shards = cpd.output_shard_paths(os.path.join(work_dir, "shards_0", "measure.tfrecord"),
-                                        FLAGS.num_output_shards)
-        dataset = make_pretraining_dataset(shards, batch_size=settings.batch_size, is_training=True, **lengths)
-        rates = measure_dataset(dataset, settings.batch_size, FLAGS.input_batches, repeats=settings.repeats)
-        records.append(data_record("input_pipeline", "pretraining records", settings.batch_size,
-                                   settings.seq_length, rates))
-    return records
-
-
 def main(argv):
     del argv
     unknown = sorted(set(FLAGS.workloads) - set(WORKLOADS))
@@ -117,27 +77,17 @@ def main(argv):
     else:
         host_allocator.prefer_caching_allocator()
     host_allocator.prefer_lean_xla_compilation()
-    settings = _model_settings()
-    run_workload = run_in_subprocess if FLAGS.isolate_workloads else run_model_workload
-    records = []
-    for workload in [name for name in FLAGS.workloads if name in MODEL_WORKLOADS]:
-        logging.info("Running %s on %s (batch %d x %d, %s, XLA %s)", workload, settings.model_name,
-                     settings.batch_size, settings.seq_length, settings.mixed_precision, settings.jit_compile)
-        records.append(run_workload(workload, settings))
-    if set(FLAGS.workloads) & set(DATA_WORKLOADS):
-        if FLAGS.work_dir:
-            if os.path.isdir(FLAGS.work_dir) and os.listdir(FLAGS.work_dir):
-                raise app.UsageError(f"--work_dir={FLAGS.work_dir} is not empty; the data workloads need a new or "
-                                     "empty directory (finished shards would be skipped, not measured).")
-            os.makedirs(FLAGS.work_dir, exist_ok=True)
-            records += _data_records(settings, FLAGS.work_dir)
-        else:
-            with tempfile.TemporaryDirectory() as work_dir:
-                records += _data_records(settings, work_dir)
-    comparison = []
-    if FLAGS.compare_presets:
-        training_presets = [name for name in FLAGS.compare_training_presets if name in FLAGS.compare_presets]
-        comparison = compare_presets(FLAGS.compare_presets, training_presets, settings, run_workload)
+    uses_work_dir = FLAGS.work_dir and set(FLAGS.workloads) & set(DATA_WORKLOADS)
+    if uses_work_dir and os.path.isdir(FLAGS.work_dir) and os.listdir(FLAGS.work_dir):
+        raise app.UsageError(f"--work_dir={FLAGS.work_dir} is not empty; the data workloads need a new or "
+                             "empty directory (finished shards would be skipped, not measured).")
+    data = DataWorkloadOptions(corpus_documents=FLAGS.corpus_documents, vocab_size=FLAGS.vocab_size,
+                               dupe_factor=FLAGS.dupe_factor, num_workers=FLAGS.num_workers,
+                               num_output_shards=FLAGS.num_output_shards, input_batches=FLAGS.input_batches)
+    records, comparison = run_benchmarks(BenchmarkOptions(
+        _model_settings(), workloads=FLAGS.workloads, isolate_workloads=FLAGS.isolate_workloads, data=data,
+        work_dir=FLAGS.work_dir, compare_presets=FLAGS.compare_presets,
+        compare_training_presets=FLAGS.compare_training_presets))
     if records:
         print(markdown_table(records))
     if comparison:

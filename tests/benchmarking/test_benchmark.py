@@ -8,6 +8,7 @@ from albert_tf import AlbertConfig, AlbertPretrainer
 from albert_tf.benchmarking.flops import encoder_forward_flops, workload_flops
 from albert_tf.benchmarking.probes import (checkpoint_bytes, parameter_bytes, peak_rss_bytes, reset_rss_high_water_mark,
                                            rss_high_water_mark_bytes)
+from albert_tf.benchmarking.suite import BenchmarkOptions, DataWorkloadOptions, run_benchmarks
 from albert_tf.benchmarking.workloads import MEASURED_FIELDS, RECORD_FIELDS, BenchmarkSettings, compare_presets
 from albert_tf.models.param_count import model_parameters
 from albert_tf.training.summaries import write_scalars
@@ -147,3 +148,24 @@ def test_loss_curves_name_a_bad_run_flag_and_a_missing_scalar(tmp_path):
         result = _compare_loss_curves(*flags)
         assert result.returncode != 0
         assert message in result.stderr
+
+
+def test_run_benchmarks_refuses_unknown_workloads():
+    settings = BenchmarkSettings(config=TINY, model_name="tiny", batch_size=2, seq_length=16, max_predictions_per_seq=4)
+    with pytest.raises(ValueError, match=r"Unknown workloads \['encoder'\]; allowed: pretrain_step, finetune_step, "
+                                         r"encode, input_pipeline, create_pretraining_data."):
+        run_benchmarks(BenchmarkOptions(settings, workloads=["encode", "encoder"]))
+
+
+@pytest.mark.slow
+def test_run_benchmarks_measures_create_pretraining_data_from_python(tmp_path):
+    settings = BenchmarkSettings(config=TINY, model_name="tiny", batch_size=2, seq_length=32, max_predictions_per_seq=4,
+                                 repeats=1)
+    data = DataWorkloadOptions(corpus_documents=40, vocab_size=120, dupe_factor=1, num_output_shards=1)
+    records, comparison = run_benchmarks(BenchmarkOptions(settings, workloads=["create_pretraining_data"], data=data,
+                                                          work_dir=str(tmp_path / "work")))
+    assert comparison == []
+    [record] = records
+    assert record["workload"] == "create_pretraining_data" and record["num_workers"] == 1
+    assert record["instances"] > 0 and record["seq_per_s_median"] > 0 and record["peak_pss_mb"] > 0
+    assert (tmp_path / "work" / "shards_0").is_dir()
