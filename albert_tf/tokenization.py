@@ -6,8 +6,9 @@ models ship a WordPiece vocabulary (`vocab_chinese.txt`). Both modes reproduce g
 
 - SentencePiece: `preprocess_text` (whitespace collapsed, NFKD, combining marks dropped, optional
   lowercasing), then SentencePiece pieces, then the digit-comma rule of `encode_pieces` ("▁1990," becomes
-  "▁1990" and ","). Backquote and apostrophe pairs (``` `` ``` and `''`) are NOT turned into `"`: that is
-  Hugging Face's addition, absent from the original.
+  the pieces of "1990" and ","; `DIGIT_COMMA_RULES` for the "▁" that re-encoding adds). Backquote and
+  apostrophe pairs (``` `` ``` and `''`) are NOT turned into `"`: that is Hugging Face's addition, absent
+  from the original.
 - WordPiece: BERT's BasicTokenizer (control characters removed, CJK characters split into single tokens,
   punctuation split, accents stripped when lowercasing) and greedy longest-match-first WordPiece with `##`
   continuations, words over 200 characters becoming `[UNK]`.
@@ -23,6 +24,12 @@ import sentencepiece as spm
 logger = logging.getLogger(__name__)
 
 SPIECE_UNDERLINE = "▁"
+# What the digit-comma rule does with the word-start marker that re-encoding "990" out of "990," adds.
+# "keep_added_marker" is what the original's code does (its step that drops the marker never fires, under Python 2
+# or 3), so every released ALBERT model saw those pieces; "drop_added_marker" is the evident intent, and Hugging
+# Face's tokenizer. See BUILD_NOTES.md.
+DIGIT_COMMA_RULES = ("keep_added_marker", "drop_added_marker")
+DEFAULT_DIGIT_COMMA_RULE = "keep_added_marker"
 WORDPIECE_PREFIX = "##"
 MAX_WORDPIECE_CHARS_PER_WORD = 200
 
@@ -49,12 +56,29 @@ def preprocess_text(text: str, lower: bool = True) -> str:
     return outputs
 
 
-def encode_pieces(sp_model: spm.SentencePieceProcessor, text: str) -> List[str]:
+def check_digit_comma_rule(digit_comma_rule: str) -> str:
+    """Returns `digit_comma_rule` if it is one of `DIGIT_COMMA_RULES`; raises ValueError naming it otherwise."""
+    if digit_comma_rule not in DIGIT_COMMA_RULES:
+        raise ValueError(f"digit_comma_rule must be one of {', '.join(map(repr, DIGIT_COMMA_RULES))}, got "
+                         f"{digit_comma_rule!r}.")
+    return digit_comma_rule
+
+
+def drops_added_marker(piece: str, sub_pieces: Sequence[str], digit_comma_rule: str) -> bool:
+    """Whether the digit-comma rule removes the "▁" that re-encoding `piece` (without its comma) put first."""
+    return (digit_comma_rule == "drop_added_marker" and not piece.startswith(SPIECE_UNDERLINE) and bool(sub_pieces)
+            and sub_pieces[0].startswith(SPIECE_UNDERLINE))
+
+
+def encode_pieces(sp_model: spm.SentencePieceProcessor, text: str,
+                  digit_comma_rule: str = DEFAULT_DIGIT_COMMA_RULE) -> List[str]:
     """SentencePiece pieces of already preprocessed `text`, with the original's digit-comma rule.
 
-    A piece that ends in a digit followed by "," is re-encoded without the comma and the comma becomes its
-    own piece, so "1990," is tokenized like "1990" in any context. When the piece did not start a word, the
-    word-start marker "▁" that re-encoding adds is removed again.
+    A piece that ends in a digit followed by "," is re-encoded without the comma (and without any "▁") and
+    the comma becomes its own piece, so "1990," is tokenized like "1990" in any context. Re-encoding starts a
+    word, so its first piece carries a "▁" even when the piece did not start one ("0," of "▁199 0,"):
+    "keep_added_marker" (the default, what the original's code does) keeps it, "drop_added_marker" (Hugging
+    Face's) removes it again.
 
     Example (any SentencePiece model; the pieces before the comma depend on the model):
     >>> import sentencepiece as spm
@@ -62,11 +86,12 @@ def encode_pieces(sp_model: spm.SentencePieceProcessor, text: str) -> List[str]:
     >>> encode_pieces(sp, "in 1990, they")[-2:]  # doctest: +SKIP
     [',', '▁they']
     """
+    check_digit_comma_rule(digit_comma_rule)
     pieces = []
     for piece in sp_model.encode(text, out_type=str):
         if len(piece) > 1 and piece[-1] == "," and piece[-2].isdigit():
             sub_pieces = sp_model.encode(piece[:-1].replace(SPIECE_UNDERLINE, ""), out_type=str)
-            if not piece.startswith(SPIECE_UNDERLINE) and sub_pieces and sub_pieces[0].startswith(SPIECE_UNDERLINE):
+            if drops_added_marker(piece, sub_pieces, digit_comma_rule):
                 if len(sub_pieces[0]) == 1:
                     sub_pieces = sub_pieces[1:]
                 else:
@@ -116,6 +141,10 @@ class AlbertTokenizer:
     input first, as every caller of the original does
     (`preprocess_text(text, lower=do_lower_case)` before `encode_pieces`).
 
+    `digit_comma_rule` says what the digit-comma rule of `encode_pieces` does with the "▁" it adds
+    (`DIGIT_COMMA_RULES`; the default is the original's, which the released models were trained with).
+    WordPiece tokenization has no such rule.
+
     Any SentencePiece model works here; `check_special_ids` tells whether a model has the special ids that
     pretraining data needs (`<pad>`=0, `<unk>`=1, `[CLS]`=2, `[SEP]`=3, `[MASK]`=4). An id attribute whose
     symbol the vocabulary lacks is None.
@@ -129,7 +158,7 @@ class AlbertTokenizer:
     """
 
     def __init__(self, spm_model_file: Optional[str] = None, vocab_file: Optional[str] = None,
-                 do_lower_case: bool = True):
+                 do_lower_case: bool = True, digit_comma_rule: str = DEFAULT_DIGIT_COMMA_RULE):
         if spm_model_file is None and vocab_file is None:
             raise ValueError("AlbertTokenizer needs spm_model_file (SentencePiece) or vocab_file (WordPiece); got "
                              "neither.")
@@ -141,6 +170,7 @@ class AlbertTokenizer:
         self.spm_model_file = spm_model_file
         self.vocab_file = vocab_file
         self.do_lower_case = do_lower_case
+        self.digit_comma_rule = check_digit_comma_rule(digit_comma_rule)
         self._sp_model = None
         self._vocab: Dict[str, int] = {}
         self._inverse_vocab: Dict[int, str] = {}
@@ -213,7 +243,7 @@ class AlbertTokenizer:
     def tokenize_normalized(self, text: str) -> List[str]:
         """Like `tokenize` for text that already went through `normalize`."""
         if self.uses_sentencepiece:
-            return encode_pieces(self._sp_model, text)
+            return encode_pieces(self._sp_model, text, self.digit_comma_rule)
         return [piece for word in _basic_tokenize(text, self.do_lower_case)
                 for piece in _wordpiece_tokenize(word, self._vocab)]
 
@@ -259,7 +289,7 @@ class AlbertTokenizer:
 
     def get_config(self) -> dict:
         return {"spm_model_file": self.spm_model_file, "vocab_file": self.vocab_file,
-                "do_lower_case": self.do_lower_case}
+                "do_lower_case": self.do_lower_case, "digit_comma_rule": self.digit_comma_rule}
 
     @classmethod
     def from_config(cls, config: dict) -> "AlbertTokenizer":

@@ -43,7 +43,7 @@ import tempfile
 import time
 from typing import Dict, Iterator, List, Optional, Sequence, Tuple, Union
 
-from albert_tf.tokenization import AlbertTokenizer, gfile_lines
+from albert_tf.tokenization import DEFAULT_DIGIT_COMMA_RULE, AlbertTokenizer, gfile_lines
 from data_gen import build_vocab
 from data_gen._instances import (FEATURE_NAMES, InstanceOptions, SpecialIds, TrainingInstance,
                                  create_instances_from_document, create_masked_lm_predictions,
@@ -548,13 +548,15 @@ def create_pretraining_data(input_files: Union[str, Sequence[str], None], output
                             short_seq_prob: float = 0.1, ngram: int = 3, favor_shorter_ngram: bool = True,
                             do_whole_word_mask: bool = True, random_next_sentence: bool = False,
                             dupe_factor: int = 40, random_seed: int = 12345, num_workers: int = 1,
-                            block_bytes: int = DEFAULT_BLOCK_BYTES, summary_file: Optional[str] = None) -> dict:
+                            block_bytes: int = DEFAULT_BLOCK_BYTES, summary_file: Optional[str] = None,
+                            digit_comma_rule: Optional[str] = None) -> dict:
     """Writes ALBERT pretraining TFRecords to `output_files` and returns the summary (also written as JSON).
 
     `input_files`: comma list / globs / paths of text or JSON-lines files (None for tfds). `tokenizer`: an
     AlbertTokenizer or the path of a SentencePiece model (lowercasing). The remaining arguments are the
     original's flags with its defaults, plus the input format, `num_workers` processes, `block_bytes` (text
-    per block) and `summary_file` (default `summary_path_for(output_files)`).
+    per block), `summary_file` (default `summary_path_for(output_files)`) and `digit_comma_rule` (for a model
+    path: `albert_tf.tokenization.DIGIT_COMMA_RULES`, default the original's; an AlbertTokenizer brings its own).
 
     Example:
     >>> summary = create_pretraining_data("corpus.txt", output_shard_paths("out/train.tfrecord", 4),
@@ -570,8 +572,7 @@ def create_pretraining_data(input_files: Union[str, Sequence[str], None], output
                               random_next_sentence=random_next_sentence, dupe_factor=dupe_factor)
     output_files = list(output_files)
     _check_job_arguments(input_format, num_workers, block_bytes, output_files)
-    if isinstance(tokenizer, str):
-        tokenizer = AlbertTokenizer(spm_model_file=tokenizer)
+    tokenizer = _job_tokenizer(tokenizer, digit_comma_rule)
     tokenizer.check_special_ids()
     summary_file = summary_file or summary_path_for(output_files)
     if input_format == "tfds":
@@ -615,6 +616,16 @@ def create_pretraining_data(input_files: Union[str, Sequence[str], None], output
                  totals["instances"], totals["documents"], len(output_files), instances_written, summary["seconds"],
                  summary_file)
     return summary
+
+
+def _job_tokenizer(tokenizer: Union[AlbertTokenizer, str], digit_comma_rule: Optional[str]) -> AlbertTokenizer:
+    if isinstance(tokenizer, str):
+        rule = DEFAULT_DIGIT_COMMA_RULE if digit_comma_rule is None else digit_comma_rule
+        return AlbertTokenizer(spm_model_file=tokenizer, digit_comma_rule=rule)
+    if digit_comma_rule is not None and digit_comma_rule != tokenizer.digit_comma_rule:
+        raise ValueError(f"digit_comma_rule={digit_comma_rule!r} disagrees with the given tokenizer's "
+                         f"{tokenizer.digit_comma_rule!r}; give the rule to the AlbertTokenizer instead.")
+    return tokenizer
 
 
 def _check_job_arguments(input_format: str, num_workers: int, block_bytes: int, output_files: List[str]) -> None:
@@ -787,7 +798,8 @@ def _settings(input_files, input_format, json_text_field, tfds_name, tfds_split,
                "json_text_field": json_text_field if input_format == "jsonl" else None})
     return {"input_format": input_format, **source,
             "tokenizer": {"file": tokenizer.source, "sha256": vocabulary_sha256,
-                          "sentencepiece": tokenizer.uses_sentencepiece, "do_lower_case": tokenizer.do_lower_case},
+                          "sentencepiece": tokenizer.uses_sentencepiece, "do_lower_case": tokenizer.do_lower_case,
+                          "digit_comma_rule": tokenizer.digit_comma_rule},
             **dataclasses.asdict(options), "random_seed": random_seed, "block_bytes": block_bytes,
             "output_files": list(output_files)}
 

@@ -64,11 +64,13 @@ def records_fingerprint(records: Iterable) -> str:
 
 
 def tokenizer_fingerprint(tokenizer) -> Dict[str, object]:
-    """What about a tokenizer shapes the ids: its vocabulary file's bytes, its kind and its casing."""
+    """What about a tokenizer shapes the ids: its vocabulary file's bytes, its kind, its casing and its digit-comma
+    rule."""
     if tokenizer is None:
         return {}
     return {"kind": "sentencepiece" if tokenizer.uses_sentencepiece else "wordpiece",
-            "vocabulary_sha256": file_sha256(tokenizer.source), "do_lower_case": bool(tokenizer.do_lower_case)}
+            "vocabulary_sha256": file_sha256(tokenizer.source), "do_lower_case": bool(tokenizer.do_lower_case),
+            "digit_comma_rule": tokenizer.digit_comma_rule}
 
 
 def cache_key(task_name: str, data_fingerprint: str, tokenizer, params: Dict[str, object]) -> str:

@@ -33,7 +33,7 @@ import sentencepiece as spm
 import tensorflow as tf
 from absl import logging
 
-from albert_tf.tokenization import SPIECE_UNDERLINE, AlbertTokenizer, preprocess_text
+from albert_tf.tokenization import SPIECE_UNDERLINE, AlbertTokenizer, drops_added_marker, preprocess_text
 from data_gen import feature_cache
 
 TFDS_PREFIX = "tfds:"
@@ -306,11 +306,16 @@ class _PieceAligner:
                 sub_spans.append((sub_piece, positions[sub_begin], positions[sub_end - 1] + 1))
             else:
                 sub_spans.append((sub_piece, positions[sub_begin], positions[sub_begin]))
-        # As encode_pieces: re-encoding adds a word-start marker the original piece did not have.
-        if not piece.startswith(SPIECE_UNDERLINE) and sub_spans and sub_spans[0][0].startswith(SPIECE_UNDERLINE):
-            first_piece, first_begin, first_end = sub_spans[0]
+        first_piece, first_begin, first_end = sub_spans[0]
+        if drops_added_marker(piece, [first_piece], self._tokenizer.digit_comma_rule):
             sub_spans = sub_spans[1:] if len(first_piece) == 1 else [(first_piece[1:], first_begin, first_end)] + \
                 sub_spans[1:]
+        # The first sub-piece also covers the word-start space before it (" 45," of "▁45,"), as SentencePiece's
+        # own offsets do: a training answer that ends in that space ends at this sub-piece.
+        first_piece, first_begin, first_end = sub_spans[0]
+        while first_begin > begin and normalized[first_begin - 1].isspace():
+            first_begin -= 1
+        sub_spans[0] = (first_piece, first_begin, first_end)
         return sub_spans + [(",", positions[-1], positions[-1] + 1)]
 
     def _align(self, text: str) -> ParagraphTokens:

@@ -1,11 +1,16 @@
 """What many test modules share: the repository's paths, tiny configs and inputs, the run scripts in a subprocess,
-and small generated data (a text corpus, a SentencePiece model trained on it, pretraining records)."""
+small generated data (a text corpus, a SentencePiece model trained on it, number texts, pretraining records), and
+the original's tokenization and squad_utils as oracles."""
+import importlib.util
+import inspect
 import os
 import random
 import subprocess
 import sys
+import types
 
 import numpy as np
+import sentencepiece as spm
 import tensorflow as tf
 
 from albert_tf import AlbertConfig
@@ -113,6 +118,44 @@ def make_spm_model(directory, vocab_size=120, num_documents=60):
     return build_vocab.train_sentencepiece([corpus], os.path.join(directory, "tiny_spm"), vocab_size=vocab_size)
 
 
+def number_text(rng):
+    """A sentence with many numbers followed by commas, inside and at the start of words."""
+    words = []
+    for _ in range(rng.randint(3, 12)):
+        draw = rng.random()
+        number = str(rng.choice([rng.randint(0, 9), rng.randint(10, 99), rng.randint(100, 9999)]))
+        if draw < 0.3:
+            words.append(number + ",")
+        elif draw < 0.4:
+            words.append(rng.choice(["x", "item", "b", "(", "$"]) + number + ",")
+        elif draw < 0.5:
+            words.append(f"{rng.randint(1, 999)},{rng.randint(0, 999):03d}" + rng.choice(["", ","]))
+        elif draw < 0.6:
+            words.append(number + rng.choice([".", "", ",,", ",5"]))
+        else:
+            words.append(rng.choice("the year in 1990 people met and over million dollars modify covered".split()))
+    return " ".join(words)
+
+
+def number_texts(count, first_seed=0):
+    """`count` generated `number_text` sentences, one per seed."""
+    return [number_text(random.Random(seed)) for seed in range(first_seed, first_seed + count)]
+
+
+def make_number_spm_model(directory, vocab_size=200):
+    """A digit-heavy SentencePiece model that keeps digits and commas together, so the digit-comma rule has work
+    to do in and at the start of words (split_by_number=False, as 30k-clean.model behaves)."""
+    rng = random.Random(1)
+    corpus = os.path.join(directory, "number_corpus.txt")
+    with open(corpus, "w", encoding="utf-8") as handle:
+        handle.write("".join(number_text(rng) + "\n" for _ in range(3000)))
+    prefix = os.path.join(directory, "numbers")
+    spm.SentencePieceTrainer.train(input=corpus, model_prefix=prefix, vocab_size=vocab_size, hard_vocab_limit=False,
+                                   model_type="unigram", pad_id=0, unk_id=1, bos_id=-1, eos_id=-1,
+                                   control_symbols=["[CLS]", "[SEP]", "[MASK]"], split_by_number=False,
+                                   minloglevel=2)
+    return prefix + ".model"
+
 def write_pretraining_records(path, num_records=64, max_seq_length=16, max_predictions=3, vocab_size=60, seed=0):
     """Writes learnable pretraining records in the original format.
 
@@ -152,3 +195,56 @@ def write_pretraining_records(path, num_records=64, max_seq_length=16, max_predi
                 value=[1.0] * len(positions) + [0.0] * pad_predictions))
             writer.write(tf.train.Example(features=tf.train.Features(feature=example)).SerializeToString())
     return path
+
+
+def original_tokenization():
+    """google-research/albert's tokenization module (albert-tensorflow 1.1, requirements-test-oracles.txt), run as is.
+
+    Its functions call TF1's `tf.logging` and `tf.gfile`, so the module runs against `tf.compat.v1`.
+    """
+    from albert import tokenization
+
+    tokenization.tf = tf.compat.v1
+    return tokenization
+
+
+def original_tokenization_dropping_the_added_marker():
+    """The original's tokenization module with its digit-comma drop step made to fire (Hugging Face's rule).
+
+    The original compares a str piece with the bytes SPIECE_UNDERLINE, so the step never runs; here the
+    comparison is made between strs, the one change.
+    """
+    tokenization = original_tokenization()
+    source = inspect.getsource(tokenization)
+    condition = "if piece[0] != SPIECE_UNDERLINE and cur_pieces[0][0] == SPIECE_UNDERLINE:"
+    if source.count(condition) != 1:
+        raise AssertionError("The original's encode_pieces no longer has the expected digit-comma condition.")
+    patched = types.ModuleType("albert_tokenization_dropping_the_added_marker")
+    exec(compile(source.replace(condition, 'if piece[0] != u"\\u2581" and cur_pieces[0][0] == u"\\u2581":'),
+                 tokenization.__file__, "exec"), patched.__dict__)
+    patched.tf = tokenization.tf
+    return patched
+
+
+def original_squad_utils(tokenization):
+    """google-research/albert's squad_utils (albert-tensorflow 1.1) with `tokenization` as its tokenization module.
+
+    Only its feature code runs: the model, optimizer and tf.contrib imports it makes at the top (TF1 only) are
+    left out.
+    """
+    path = os.path.join(importlib.util.find_spec("albert").submodule_search_locations[0], "squad_utils.py")
+    with open(path, encoding="utf-8") as handle:
+        source = handle.read()
+    left_out = ["from albert import modeling\n", "from albert import optimization\n",
+                "from albert import tokenization\n", "from tensorflow.contrib import data as contrib_data\n",
+                "from tensorflow.contrib import layers as contrib_layers\n",
+                "from tensorflow.contrib import tpu as contrib_tpu\n"]
+    for line in left_out:
+        if source.count(line) != 1:
+            raise AssertionError(f"The original's squad_utils no longer has the line {line!r}.")
+        source = source.replace(line, "")
+    squad_utils = types.ModuleType("albert_squad_utils")
+    exec(compile(source, path, "exec"), squad_utils.__dict__)
+    squad_utils.tf = tf.compat.v1
+    squad_utils.tokenization = tokenization
+    return squad_utils

@@ -2,12 +2,14 @@
 import os
 import pickle
 import random
+import re
 
 import pytest
 import sentencepiece as spm
 
 from albert_tf.tokenization import AlbertTokenizer, encode_pieces, load_wordpiece_vocab, preprocess_text
 from data_gen import build_vocab
+from tests import helpers
 
 
 def special_ids(tokenizer):
@@ -95,11 +97,31 @@ def test_digit_comma_piece_is_split_and_reencoded(digit_comma_model_file):
     assert tokenizer.encode("in 1990, the") == sp_model.piece_to_id(["▁in", "▁", "1", "9", "9", "0", ",", "▁the"])
 
 
-def test_digit_comma_inside_a_word_gets_no_new_word_start(digit_comma_model_file):
+def test_digit_comma_inside_a_word_keeps_the_added_word_start_as_the_original(digit_comma_model_file):
     sp_model = spm.SentencePieceProcessor(model_file=digit_comma_model_file)
     assert sp_model.encode("x1990,", out_type=str) == ["▁", "x", "1990,"]
-    # Re-encoding "1990" adds a lone "▁"; the piece did not start a word, so it is dropped again.
-    assert encode_pieces(sp_model, "x1990,") == ["▁", "x", "1", "9", "9", "0", ","]
+    # Re-encoding "1990" adds a lone "▁" that the original's code keeps (its drop step never fires).
+    assert encode_pieces(sp_model, "x1990,") == ["▁", "x", "▁", "1", "9", "9", "0", ","]
+    tokenizer = AlbertTokenizer(spm_model_file=digit_comma_model_file)
+    assert tokenizer.tokenize("x1990,") == encode_pieces(sp_model, "x1990,")
+
+
+def test_digit_comma_inside_a_word_drops_the_added_word_start_on_request(digit_comma_model_file):
+    sp_model = spm.SentencePieceProcessor(model_file=digit_comma_model_file)
+    # Hugging Face's rule, and this project's until issue 20: the piece did not start a word, so the "▁" goes.
+    assert encode_pieces(sp_model, "x1990,", "drop_added_marker") == ["▁", "x", "1", "9", "9", "0", ","]
+    tokenizer = AlbertTokenizer(spm_model_file=digit_comma_model_file, digit_comma_rule="drop_added_marker")
+    assert tokenizer.tokenize("x1990,") == ["▁", "x", "1", "9", "9", "0", ","]
+    # A piece that starts a word keeps its marker under both rules.
+    assert tokenizer.tokenize("in 1990, the") == ["▁in", "▁", "1", "9", "9", "0", ",", "▁the"]
+
+
+def test_an_unknown_digit_comma_rule_is_one_sentence_naming_it(digit_comma_model_file):
+    message = "digit_comma_rule must be one of 'keep_added_marker', 'drop_added_marker', got 'drop'."
+    with pytest.raises(ValueError, match="^" + re.escape(message) + "$"):
+        AlbertTokenizer(spm_model_file=digit_comma_model_file, digit_comma_rule="drop")
+    with pytest.raises(ValueError, match=re.escape(message)):
+        encode_pieces(spm.SentencePieceProcessor(model_file=digit_comma_model_file), "x", "drop")
 
 
 def test_commas_between_digit_groups_are_untouched_when_the_piece_ends_in_a_digit(digit_comma_model_file):
@@ -118,10 +140,13 @@ def test_decode_inverts_encode_on_normalized_text(spm_model_file):
 
 
 def test_config_round_trip_and_pickle(spm_model_file):
-    tokenizer = AlbertTokenizer(spm_model_file=spm_model_file, do_lower_case=False)
+    tokenizer = AlbertTokenizer(spm_model_file=spm_model_file, do_lower_case=False,
+                                digit_comma_rule="drop_added_marker")
+    assert tokenizer.get_config()["digit_comma_rule"] == "drop_added_marker"
     assert AlbertTokenizer.from_config(tokenizer.get_config()).get_config() == tokenizer.get_config()
     restored = pickle.loads(pickle.dumps(tokenizer))
     assert restored.encode("The Model") == tokenizer.encode("The Model")
+    assert restored.digit_comma_rule == "drop_added_marker"
 
 
 def test_model_with_other_special_ids_is_rejected_naming_the_id(tmp_path):
@@ -217,3 +242,45 @@ def test_wordpiece_special_ids_decode_and_checks(wordpiece_vocab_file, tmp_path)
     no_mask.write_text("[UNK]\n[CLS]\n[SEP]\nhello\n", encoding="utf-8")
     with pytest.raises(ValueError, match=r"no \[MASK\] token"):
         AlbertTokenizer(vocab_file=str(no_mask)).check_special_ids()
+
+
+
+@pytest.fixture(scope="module")
+def number_model_file(tmp_path_factory):
+    return helpers.make_number_spm_model(str(tmp_path_factory.mktemp("number_spm")))
+
+
+GENERATED_NUMBER_TEXTS = helpers.number_texts(400)
+
+@pytest.mark.parametrize("digit_comma_rule", ["keep_added_marker", "drop_added_marker"])
+def test_pieces_and_ids_equal_the_originals_on_generated_number_texts(number_model_file, digit_comma_rule):
+    """The default is what the original's code does; drop_added_marker is what its code meant (Hugging Face's)."""
+    original = (helpers.original_tokenization() if digit_comma_rule == "keep_added_marker"
+                else helpers.original_tokenization_dropping_the_added_marker())
+    original_tokenizer = original.FullTokenizer(None, do_lower_case=True, spm_model_file=number_model_file)
+    tokenizer = AlbertTokenizer(spm_model_file=number_model_file, digit_comma_rule=digit_comma_rule)
+    for text in GENERATED_NUMBER_TEXTS:
+        pieces = original_tokenizer.tokenize(original.preprocess_text(text, lower=True))
+        assert tokenizer.tokenize(text) == [original.printable_text(piece) for piece in pieces], text
+        assert tokenizer.encode(text) == original_tokenizer.convert_tokens_to_ids(pieces), text
+
+
+def test_the_two_digit_comma_rules_differ_on_many_generated_texts(number_model_file):
+    keep = AlbertTokenizer(spm_model_file=number_model_file)
+    drop = AlbertTokenizer(spm_model_file=number_model_file, digit_comma_rule="drop_added_marker")
+    differ = [text for text in GENERATED_NUMBER_TEXTS if keep.encode(text) != drop.encode(text)]
+    assert len(differ) >= 40, len(differ)
+    # Where they differ, the kept rule has an extra word start: the re-encoded piece's "▁".
+    for text in differ:
+        kept, dropped = keep.tokenize(text), drop.tokenize(text)
+        assert "".join(kept).replace("▁", "") == "".join(dropped).replace("▁", "")
+        assert "".join(kept).count("▁") > "".join(dropped).count("▁")
+
+
+def test_the_original_gives_bytes_to_sentencepiece_and_gets_the_same_pieces(number_model_file):
+    """The original re-encodes `six.ensure_binary(piece[:-1])`: sentencepiece 0.2.3 returns str pieces for bytes
+    input, the same as for the str, so the oracle's pieces compare with ours directly."""
+    sp_model = spm.SentencePieceProcessor(model_file=number_model_file)
+    for text in ("1990", "45", "12,000", "item7"):
+        assert sp_model.EncodeAsPieces(text.encode("utf-8")) == sp_model.EncodeAsPieces(text)
+        assert all(isinstance(piece, str) for piece in sp_model.EncodeAsPieces(text.encode("utf-8")))

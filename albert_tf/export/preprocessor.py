@@ -17,8 +17,10 @@ rebuilt from TensorFlow and tensorflow-text ops so that an exported SavedModel t
    applied between NUL characters because that op stops at the first NUL, then corrected for the code points
    where this TensorFlow's ICU is older than Python's Unicode database;
 6. SentencePiece pieces (`tensorflow_text.SentencepieceTokenizer`), with the digit-comma rule: a piece ending
-   in a digit and "," is re-tokenized without the comma (and without a word-start marker it did not have),
-   and the comma becomes its own piece.
+   in a digit and "," is re-tokenized without the comma, and the comma becomes its own piece; the word-start
+   marker that re-tokenizing adds to a piece that did not start a word is kept ("keep_added_marker", the
+   original's) or removed ("drop_added_marker"), as the `digit_comma_rule` it was built with says. The
+   SavedModel carries that choice as the string variable `digit_comma_rule`.
 
 The character sets of steps 2, 4 and 5 are read from the exporting Python's `unicodedata` when the
 preprocessor is built, so the graph follows the Python tokenizer code point by code point. Two differences
@@ -41,7 +43,7 @@ import tensorflow_text as tf_text
 
 from albert_tf.checkpoints.hub_module import SPM_MODEL_ASSET
 from albert_tf.export.saved_objects import check_file
-from albert_tf.tokenization import SPIECE_UNDERLINE, AlbertTokenizer
+from albert_tf.tokenization import DEFAULT_DIGIT_COMMA_RULE, SPIECE_UNDERLINE, AlbertTokenizer
 
 logger = logging.getLogger(__name__)
 
@@ -109,11 +111,13 @@ def python_text_rules() -> _PythonTextRules:
 class _Tokenize(tf.Module):
     """`tokenize(strings [B]) -> ragged int32 ids [B, (T)]` plus `get_special_tokens_dict()`."""
 
-    def __init__(self, spm_model_file: str, do_lower_case: bool, special_ids: Dict[str, int], name="tokenize"):
+    def __init__(self, spm_model_file: str, do_lower_case: bool, digit_comma_rule: str, special_ids: Dict[str, int],
+                 name="tokenize"):
         super().__init__(name=name)
         with tf.io.gfile.GFile(spm_model_file, "rb") as handle:
             model_proto = handle.read()
         self.do_lower_case = do_lower_case
+        self._drops_added_marker = digit_comma_rule == "drop_added_marker"
         self._special_ids = dict(special_ids)
         self._sentencepiece = tf_text.SentencepieceTokenizer(model=model_proto, out_type=tf.string)
         rules = python_text_rules()
@@ -170,15 +174,8 @@ class _Tokenize(tf.Module):
         starts_word = tf.strings.regex_full_match(matched, "(?s)" + SPIECE_UNDERLINE + ".*")
         without_comma = tf.strings.regex_replace(matched, ",$", "")
         sub_pieces = self._sentencepiece.tokenize(tf.strings.regex_replace(without_comma, SPIECE_UNDERLINE, ""))
-
-        # Re-tokenizing adds a word-start marker; a piece that did not start a word loses it again.
-        values = sub_pieces.values
-        row_of_value = sub_pieces.value_rowids()
-        is_first = tf.range(tf.size(values, out_type=tf.int64)) == tf.gather(sub_pieces.row_starts(), row_of_value)
-        needs_strip = (is_first & ~tf.gather(starts_word, row_of_value)
-                       & tf.strings.regex_full_match(values, "(?s)" + SPIECE_UNDERLINE + ".*"))
-        values = tf.where(needs_strip, tf.strings.regex_replace(values, "^" + SPIECE_UNDERLINE, ""), values)
-        sub_pieces = tf.ragged.boolean_mask(sub_pieces.with_values(values), sub_pieces.with_values(values != ""))
+        if self._drops_added_marker:
+            sub_pieces = self._drop_added_markers(sub_pieces, starts_word)
         commas = tf.RaggedTensor.from_tensor(tf.fill([tf.size(matched), 1], ","), row_splits_dtype=tf.int64)
         replacements = tf.concat([sub_pieces, commas], axis=1)
 
@@ -189,6 +186,17 @@ class _Tokenize(tf.Module):
         replacement_index = num_pieces + tf.cumsum(tf.cast(is_digit_comma, tf.int64)) - 1
         choice = tf.where(is_digit_comma, replacement_index, tf.range(num_pieces))
         return pieces.with_flat_values(tf.gather(candidates, choice)).merge_dims(-2, -1)
+
+    @staticmethod
+    def _drop_added_markers(sub_pieces, starts_word):
+        """Removes the word-start marker that re-tokenizing put first, in the rows whose piece did not start a word."""
+        values = sub_pieces.values
+        row_of_value = sub_pieces.value_rowids()
+        is_first = tf.range(tf.size(values, out_type=tf.int64)) == tf.gather(sub_pieces.row_starts(), row_of_value)
+        needs_strip = (is_first & ~tf.gather(starts_word, row_of_value)
+                       & tf.strings.regex_full_match(values, "(?s)" + SPIECE_UNDERLINE + ".*"))
+        values = tf.where(needs_strip, tf.strings.regex_replace(values, "^" + SPIECE_UNDERLINE, ""), values)
+        return tf.ragged.boolean_mask(sub_pieces.with_values(values), sub_pieces.with_values(values != ""))
 
 
 class _BertPackInputs(tf.Module):
@@ -250,7 +258,7 @@ class AlbertPreprocessor(tf.Module):
     - `preprocessor(strings [B])` -> `input_word_ids`, `input_mask`, `input_type_ids` [B, seq_length]
       (`[CLS] text [SEP]`, zero padded).
     - `preprocessor.tokenize(strings [B])` -> ragged int32 ids [B, (T)], exactly
-      `AlbertTokenizer(spm_model_file, do_lower_case=...).encode(text)` per string.
+      `AlbertTokenizer(spm_model_file, do_lower_case=..., digit_comma_rule=...).encode(text)` per string.
     - `preprocessor.tokenize.get_special_tokens_dict()` -> int32 scalars `vocab_size`,
       `start_of_sequence_id` ([CLS]), `end_of_segment_id` ([SEP]), `padding_id` (0, as the original pads),
       `mask_id` ([MASK]).
@@ -265,9 +273,10 @@ class AlbertPreprocessor(tf.Module):
     """
 
     def __init__(self, spm_model_file: str, do_lower_case: bool = True, seq_length: int = DEFAULT_SEQ_LENGTH,
-                 name="albert_preprocessor"):
+                 digit_comma_rule: str = DEFAULT_DIGIT_COMMA_RULE, name="albert_preprocessor"):
         super().__init__(name=name)
-        tokenizer = AlbertTokenizer(spm_model_file=spm_model_file, do_lower_case=do_lower_case)
+        tokenizer = AlbertTokenizer(spm_model_file=spm_model_file, do_lower_case=do_lower_case,
+                                    digit_comma_rule=digit_comma_rule)
         special_ids = {"vocab_size": tokenizer.vocab_size, "start_of_sequence_id": tokenizer.cls_id,
                        "end_of_segment_id": tokenizer.sep_id, "padding_id": PADDING_ID,
                        "mask_id": tokenizer.mask_id}
@@ -282,7 +291,10 @@ class AlbertPreprocessor(tf.Module):
         self.sp_model_file = tf.saved_model.Asset(spm_model_file)
         self.do_lower_case = do_lower_case
         self.seq_length = seq_length
-        self.tokenize = _Tokenize(spm_model_file, do_lower_case, special_ids)
+        # A variable, so that the SavedModel says which rule its graph applies.
+        self.digit_comma_rule = tf.Variable(digit_comma_rule, trainable=False, dtype=tf.string,
+                                            name="digit_comma_rule")
+        self.tokenize = _Tokenize(spm_model_file, do_lower_case, digit_comma_rule, special_ids)
         self.bert_pack_inputs = _BertPackInputs(special_ids, seq_length)
 
     @tf.function(input_signature=[tf.TensorSpec([None], tf.string)], autograph=False)
@@ -291,7 +303,8 @@ class AlbertPreprocessor(tf.Module):
 
     def get_config(self):
         return {"spm_model_file": self.spm_model_file, "do_lower_case": self.do_lower_case,
-                "seq_length": self.seq_length, "name": self.name}
+                "seq_length": self.seq_length, "digit_comma_rule": self.digit_comma_rule.numpy().decode("utf-8"),
+                "name": self.name}
 
     @classmethod
     def from_config(cls, config):
@@ -299,7 +312,7 @@ class AlbertPreprocessor(tf.Module):
 
 
 def export_preprocessor(spm_model_file: str, export_dir: str, do_lower_case: bool = True,
-                        seq_length: int = DEFAULT_SEQ_LENGTH) -> str:
+                        seq_length: int = DEFAULT_SEQ_LENGTH, digit_comma_rule: str = DEFAULT_DIGIT_COMMA_RULE) -> str:
     """Writes the AlbertPreprocessor SavedModel to `export_dir` and returns it.
 
     Loading it needs `import tensorflow_text` (its SentencePiece and normalisation ops).
@@ -312,10 +325,12 @@ def export_preprocessor(spm_model_file: str, export_dir: str, do_lower_case: boo
     with tempfile.TemporaryDirectory() as staging:
         spm_path = os.path.join(staging, SPM_MODEL_ASSET)
         shutil.copyfile(spm_model_file, spm_path)
-        preprocessor = AlbertPreprocessor(spm_path, do_lower_case=do_lower_case, seq_length=seq_length)
+        preprocessor = AlbertPreprocessor(spm_path, do_lower_case=do_lower_case, seq_length=seq_length,
+                                          digit_comma_rule=digit_comma_rule)
         trace_preprocessor(preprocessor)
         tf.saved_model.save(preprocessor, export_dir, signatures={"serving_default": preprocessor.__call__})
-    logger.info("Exported the preprocessor (seq_length %d) to %s", seq_length, export_dir)
+    logger.info("Exported the preprocessor (seq_length %d, digit_comma_rule %s) to %s", seq_length, digit_comma_rule,
+                export_dir)
     return export_dir
 
 

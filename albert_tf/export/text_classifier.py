@@ -8,6 +8,7 @@ import tensorflow as tf
 from albert_tf.export.preprocessor import DEFAULT_SEQ_LENGTH, AlbertPreprocessor
 from albert_tf.export.saved_objects import AutoTrackable, Untracked, check_file, tf_variables
 from albert_tf.models.classifier import AlbertClassifier
+from albert_tf.tokenization import DEFAULT_DIGIT_COMMA_RULE
 
 logger = logging.getLogger(__name__)
 
@@ -45,12 +46,13 @@ class _RawTextClassifier(AutoTrackable):
 
 def export_classifier_with_preprocessor(classifier: AlbertClassifier, export_dir: str,
                                         preprocessor: Union[AlbertPreprocessor, str], do_lower_case: bool = True,
-                                        seq_length: int = DEFAULT_SEQ_LENGTH, num_text_inputs: int = 1) -> str:
+                                        seq_length: int = DEFAULT_SEQ_LENGTH, num_text_inputs: int = 1,
+                                        digit_comma_rule: str = DEFAULT_DIGIT_COMMA_RULE) -> str:
     """Writes one SavedModel that classifies raw strings: the preprocessor, then the fine-tuned classifier.
 
     `preprocessor` is an AlbertPreprocessor or the path of the SentencePiece model to build one from
-    (with `do_lower_case` and `seq_length`). `num_text_inputs` is 1 (`text_a`) or 2 (`text_a`, `text_b`,
-    packed as `[CLS] a [SEP] b [SEP]`). The SavedModel's `serving_default` signature and the loaded
+    (with `do_lower_case`, `seq_length` and `digit_comma_rule`). `num_text_inputs` is 1 (`text_a`) or 2
+    (`text_a`, `text_b`, packed as `[CLS] a [SEP] b [SEP]`). The SavedModel's `serving_default` signature and the loaded
     object itself take those string tensors and return `probabilities` [B, num_labels] (softmax of the
     logits), or `predictions` [B] for a regression model (num_labels=1). Loading it needs
     `import tensorflow_text`.
@@ -68,7 +70,8 @@ def export_classifier_with_preprocessor(classifier: AlbertClassifier, export_dir
         raise ValueError(f"num_text_inputs must be 1 or 2, got {num_text_inputs!r}.")
     if not isinstance(preprocessor, AlbertPreprocessor):
         check_file(preprocessor, "preprocessor (SentencePiece model)")
-        preprocessor = AlbertPreprocessor(preprocessor, do_lower_case=do_lower_case, seq_length=seq_length)
+        preprocessor = AlbertPreprocessor(preprocessor, do_lower_case=do_lower_case, seq_length=seq_length,
+                                          digit_comma_rule=digit_comma_rule)
     model = _RawTextClassifier(classifier, preprocessor, num_text_inputs)
     tf.saved_model.save(model, export_dir, signatures={"serving_default": model.__call__.get_concrete_function()})
     logger.info("Exported the classifier with its preprocessor (%d text input(s)) to %s", num_text_inputs,

@@ -38,7 +38,7 @@ from albert_tf.export.saved_objects import AutoTrackable, Untracked, check_file,
 from albert_tf.layers.masked_lm_head import AlbertMaskedLMHead
 from albert_tf.models.encoder import INPUT_NAMES, AlbertEncoder
 from albert_tf.models.pretrainer import AlbertPretrainer
-from albert_tf.tokenization import AlbertTokenizer
+from albert_tf.tokenization import DEFAULT_DIGIT_COMMA_RULE, AlbertTokenizer, check_digit_comma_rule
 
 logger = logging.getLogger(__name__)
 
@@ -221,8 +221,10 @@ def export_encoder(model: Union[AlbertPretrainer, AlbertEncoder], export_dir: st
 def export_hub_modules(export_path: str, config: AlbertConfig, spm_model_file: str,
                        init_checkpoint: Optional[str] = None, do_lower_case: bool = True,
                        seq_length: int = DEFAULT_SEQ_LENGTH, allow_random_init: bool = False,
-                       overwrite: bool = False) -> Tuple[str, str]:
+                       overwrite: bool = False, digit_comma_rule: str = DEFAULT_DIGIT_COMMA_RULE) -> Tuple[str, str]:
     """Writes `<export_path>/encoder` and `<export_path>/preprocessor`; returns both paths.
+
+    The preprocessor tokenizes with `do_lower_case` and `digit_comma_rule` (`albert_tf.tokenization`).
 
     The weights come from `init_checkpoint` (any format `loading.load_weights` reads). A
     checkpoint without the masked-LM head (a fine-tuned model, a bare encoder) gives an encoder
@@ -242,6 +244,7 @@ def export_hub_modules(export_path: str, config: AlbertConfig, spm_model_file: s
             raise FileExistsError(f"{directory} already holds an export; remove it or pass overwrite "
                                   "(--overwrite) to replace it.")
     check_file(spm_model_file, "spm_model_file")
+    check_digit_comma_rule(digit_comma_rule)
     if seq_length > config.max_position_embeddings:
         raise ValueError(f"seq_length={seq_length} exceeds the model's max_position_embeddings="
                          f"{config.max_position_embeddings}; the preprocessor would make inputs the encoder rejects.")
@@ -265,5 +268,6 @@ def export_hub_modules(export_path: str, config: AlbertConfig, spm_model_file: s
     logger.info("Exporting the encoder to %s", encoder_dir)
     export_encoder(model, encoder_dir, spm_model_file, do_lower_case=do_lower_case)
     logger.info("Exporting the preprocessor to %s", preprocessor_dir)
-    export_preprocessor(spm_model_file, preprocessor_dir, do_lower_case=do_lower_case, seq_length=seq_length)
+    export_preprocessor(spm_model_file, preprocessor_dir, do_lower_case=do_lower_case, seq_length=seq_length,
+                        digit_comma_rule=digit_comma_rule)
     return encoder_dir, preprocessor_dir
