@@ -1,6 +1,7 @@
 """AlbertPreprocessor: in-graph normalisation and tokenization equal the Python AlbertTokenizer's; packing
 equals the fine-tuning features and the pretraining instances."""
 import random
+import re
 import string
 import sys
 import unicodedata
@@ -9,11 +10,12 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from albert_tf.export.preprocessor import AlbertPreprocessor
+from albert_tf.export.preprocessor import AlbertPreprocessor, export_preprocessor
 from albert_tf.tokenization import SPIECE_UNDERLINE, AlbertTokenizer, preprocess_text
 from data_gen import build_vocab, glue
 from data_gen._instances import (InstanceOptions, SpecialIds, create_instances_from_document,
                                  instance_to_example_bytes, pack_token)
+from tests import helpers
 
 LONG_TEXT = " ".join(f"Word{index % 17} {1000 + index}, café x{index % 10}," for index in range(1500))
 
@@ -214,3 +216,48 @@ def test_invalid_utf8_is_replaced_as_python_decodes_it(spm_model, preprocessor):
     tokenizer = AlbertTokenizer(spm_model_file=spm_model)
     assert preprocessor.tokenize(tf.constant(raw)).to_list() == [
         tokenizer.encode(text.decode("utf-8", "replace")) for text in raw]
+
+
+@pytest.fixture(scope="module")
+def number_spm_model(tmp_path_factory):
+    return helpers.make_number_spm_model(str(tmp_path_factory.mktemp("preprocessor_numbers")))
+
+
+@pytest.mark.parametrize("digit_comma_rule", ["keep_added_marker", "drop_added_marker"])
+def test_tokenize_equals_the_originals_ids_on_generated_number_texts(number_spm_model, digit_comma_rule):
+    """In the graph as in Python: the default is what the original's code does, drop_added_marker Hugging Face's."""
+    original = (helpers.original_tokenization() if digit_comma_rule == "keep_added_marker"
+                else helpers.original_tokenization_dropping_the_added_marker())
+    original_tokenizer = original.FullTokenizer(None, do_lower_case=True, spm_model_file=number_spm_model)
+    texts = helpers.number_texts(400)
+    expected = [original_tokenizer.convert_tokens_to_ids(original_tokenizer.tokenize(
+        original.preprocess_text(text, lower=True))) for text in texts]
+    preprocessor = AlbertPreprocessor(number_spm_model, digit_comma_rule=digit_comma_rule)
+    assert preprocessor.tokenize(tf.constant(texts)).to_list() == expected
+    python_tokenizer = AlbertTokenizer(spm_model_file=number_spm_model, digit_comma_rule=digit_comma_rule)
+    assert [python_tokenizer.encode(text) for text in texts] == expected
+
+
+def test_the_exported_preprocessor_carries_its_digit_comma_rule(number_spm_model, tmp_path):
+    import tensorflow_text  # noqa: F401  (registers the preprocessor's ops)
+
+    texts = ["in 1990, they", "x12, item7, and 45,"] + helpers.number_texts(50)
+    for digit_comma_rule in ("keep_added_marker", "drop_added_marker"):
+        export_dir = export_preprocessor(number_spm_model, str(tmp_path / digit_comma_rule),
+                                         digit_comma_rule=digit_comma_rule)
+        loaded = tf.saved_model.load(export_dir)
+        assert loaded.digit_comma_rule.numpy().decode("utf-8") == digit_comma_rule
+        tokenizer = AlbertTokenizer(spm_model_file=number_spm_model, digit_comma_rule=digit_comma_rule)
+        assert loaded.tokenize(tf.constant(texts)).to_list() == [tokenizer.encode(text) for text in texts]
+    preprocessor = AlbertPreprocessor(number_spm_model, digit_comma_rule="drop_added_marker")
+    assert preprocessor.get_config()["digit_comma_rule"] == "drop_added_marker"
+    assert AlbertPreprocessor.from_config(preprocessor.get_config()).get_config() == preprocessor.get_config()
+
+
+def test_an_unknown_digit_comma_rule_is_refused_before_anything_is_written(number_spm_model, tmp_path):
+    message = "digit_comma_rule must be one of 'keep_added_marker', 'drop_added_marker', got 'keep'."
+    with pytest.raises(ValueError, match=re.escape(message)):
+        AlbertPreprocessor(number_spm_model, digit_comma_rule="keep")
+    with pytest.raises(ValueError, match=re.escape(message)):
+        export_preprocessor(number_spm_model, str(tmp_path / "bad"), digit_comma_rule="keep")
+    assert not (tmp_path / "bad").exists()
