@@ -10,6 +10,7 @@ import sentencepiece as spm
 from albert_tf.tokenization import AlbertTokenizer
 from data_gen import squad, squad_postprocess
 from data_gen.squad import FeatureAlignment, SquadExample
+from tests import helpers
 
 PARAGRAPH = "In 1990, Café Naïve RÉSUMÉ met 1,000, PEOPLE (approximately) in Zürich."
 
@@ -379,3 +380,61 @@ def test_postprocess_needs_every_result_and_writes_official_files(tmp_path):
     assert json.loads(open(paths["predictions.json"]).read()) == {"q": "Paris."}
     assert json.loads(open(paths["null_odds.json"]).read()) == {"q": -0.25}
     assert json.loads(open(paths["nbest_predictions.json"]).read())["q"][0]["text"] == "Paris."
+
+
+# ---- against the original's squad_utils ------------------------------------------------------------
+
+_DIGIT_COMMA_ANSWERS = [
+    ("Cafe people 1990, met in Zurich.", "people "),
+    ("Cafe people 1990, met in Zurich.", "Cafe people "),
+    ("Cafe people 1990, met in Zurich.", "1990"),
+    ("We modify 1990, covered the people of Zurich.", "modify "),
+    (PARAGRAPH, "met "),
+    (PARAGRAPH, "RÉSUMÉ met "),
+    (PARAGRAPH, "Café Naïve "),
+    (PARAGRAPH, " Café Naïve"),
+    (PARAGRAPH, "1,000, PEOPLE "),
+    ("Cafe x1990, met 1990,1990, and 1,000, people.", "x1990"),
+    ("Cafe x1990, met 1990,1990, and 1,000, people.", "met "),
+    ("Cafe x1990, met 1990,1990, and 1,000, people.", "and "),
+]
+
+
+def _original_training_positions(spm_model, digit_comma_rule, examples, max_seq_length):
+    original = (helpers.original_tokenization() if digit_comma_rule == "keep_added_marker"
+                else helpers.original_tokenization_dropping_the_added_marker())
+    squad_utils = helpers.original_squad_utils(original)
+    tokenizer = original.FullTokenizer(None, do_lower_case=True, spm_model_file=spm_model)
+    features = []
+    squad_utils.convert_examples_to_features(
+        [squad_utils.SquadExample(example.qas_id, example.question_text, example.paragraph_text,
+                                  orig_answer_text=example.answer_text, start_position=example.answer_start)
+         for example in examples],
+        tokenizer, max_seq_length=max_seq_length, doc_stride=32, max_query_length=16, is_training=True,
+        output_fn=features.append, do_lower_case=True)
+    return [(feature.input_ids, feature.start_position, feature.end_position) for feature in features]
+
+
+@pytest.mark.parametrize("digit_comma_rule", ["keep_added_marker", "drop_added_marker"])
+def test_an_answer_ending_in_the_space_before_a_digit_comma_word_ends_at_that_words_first_piece(
+        spm_model, digit_comma_rule):
+    tokenizer = AlbertTokenizer(spm_model_file=spm_model, digit_comma_rule=digit_comma_rule)
+    paragraph, answer = "Cafe people 1990, met in Zurich.", "people "
+    tokens = squad.align_paragraph(tokenizer, paragraph)
+    assert "▁1990," in spm.SentencePieceProcessor(model_file=spm_model).encode(paragraph.lower(), out_type=str)
+    first, last = squad.answer_piece_span(tokens, paragraph, answer, paragraph.index(answer))
+    # "▁1990," is split into the pieces of "1990" and ","; the space before it went to the first of those.
+    assert tokens.pieces[first] == "▁people"
+    assert last == first + 1 and tokens.pieces[last].startswith("▁")
+    assert tokens.char_first_piece[paragraph.index("1990")] in (last, last + 1)
+
+@pytest.mark.parametrize("digit_comma_rule", ["keep_added_marker", "drop_added_marker"])
+def test_training_features_equal_the_originals_around_digit_comma_words(spm_model, digit_comma_rule):
+    tokenizer = AlbertTokenizer(spm_model_file=spm_model, digit_comma_rule=digit_comma_rule)
+    examples = [SquadExample(f"q{index}", "Which words come here?", paragraph, [answer], answer,
+                             paragraph.index(answer.strip()) - (len(answer) - len(answer.lstrip())))
+                for index, (paragraph, answer) in enumerate(_DIGIT_COMMA_ANSWERS)]
+    ours = [(feature.input_ids, feature.start_position, feature.end_position) for feature in
+            squad.convert_examples_to_features(examples, tokenizer, max_seq_length=64, doc_stride=32,
+                                               max_query_length=16, is_training=True)]
+    assert ours == _original_training_positions(spm_model, digit_comma_rule, examples, max_seq_length=64)
