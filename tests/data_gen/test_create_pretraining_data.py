@@ -1,4 +1,5 @@
 """Pretraining instances: the original's semantics, the record format, determinism, resuming, bad input."""
+import collections
 import json
 import logging
 import multiprocessing.pool
@@ -15,7 +16,7 @@ import tensorflow as tf
 
 from albert_tf.tokenization import AlbertTokenizer
 from data_gen import create_pretraining_data as cpd
-from tests.helpers import run_script, write_corpus
+from tests.helpers import make_number_spm_model, number_texts, run_script, write_corpus
 
 MAX_SEQ_LENGTH = 128
 MAX_PREDICTIONS = 20
@@ -676,3 +677,47 @@ def test_run_script_uses_the_original_defaults(tmp_path, corpus_file, spm_model_
         "max_predictions_per_seq": 20, "masked_lm_prob": 0.15, "short_seq_prob": 0.1, "ngram": 3,
         "favor_shorter_ngram": True, "do_whole_word_mask": True, "random_next_sentence": False, "random_seed": 12345}
     assert settings["tokenizer"]["do_lower_case"] is True
+
+
+# The digit-comma rule.
+
+@pytest.fixture(scope="module")
+def number_spm_model_file(tmp_path_factory):
+    return make_number_spm_model(str(tmp_path_factory.mktemp("number_spm")))
+
+
+@pytest.mark.parametrize("digit_comma_rule", [None, "keep_added_marker", "drop_added_marker"])
+def test_instances_hold_the_pieces_of_the_digit_comma_rule(tmp_path, number_spm_model_file, digit_comma_rule):
+    """Two-sentence documents that fit whole: every sentence's ids appear once, under the rule asked for."""
+    lines = number_texts(60)
+    corpus = tmp_path / "numbers.txt"
+    corpus.write_text("".join(f"{a}\n{b}\n\n" for a, b in zip(lines[::2], lines[1::2])), encoding="utf-8")
+    outputs = cpd.output_shard_paths(str(tmp_path / "out" / "train.tfrecord"), 1)
+    summary = cpd.create_pretraining_data(str(corpus), outputs, number_spm_model_file, max_seq_length=128,
+                                          short_seq_prob=0.0, dupe_factor=1, digit_comma_rule=digit_comma_rule)
+    rule = digit_comma_rule or "keep_added_marker"
+    assert summary["settings"]["tokenizer"]["digit_comma_rule"] == rule
+    tokenizer = AlbertTokenizer(spm_model_file=number_spm_model_file, digit_comma_rule=rule)
+    special = {tokenizer.cls_id, tokenizer.sep_id, 0}
+    written = collections.Counter(token for example in read_records(outputs[0])
+                                  for token in restore_original_ids(example) if token not in special)
+    assert written == collections.Counter(token for line in lines for token in tokenizer.encode(line))
+    other = AlbertTokenizer(spm_model_file=number_spm_model_file,
+                            digit_comma_rule=({"keep_added_marker", "drop_added_marker"} - {rule}).pop())
+    assert written != collections.Counter(token for line in lines for token in other.encode(line))
+
+
+def test_a_rerun_under_the_other_digit_comma_rule_is_refused(tmp_path, corpus_file, spm_model_file):
+    _run(corpus_file, spm_model_file, str(tmp_path), num_workers=1)
+    with pytest.raises(ValueError, match="tokenizer differ"):
+        _run(corpus_file, spm_model_file, str(tmp_path), num_workers=1, digit_comma_rule="drop_added_marker")
+
+
+def test_a_digit_comma_rule_that_disagrees_with_the_tokenizer_is_refused(tmp_path, corpus_file, spm_model_file):
+    tokenizer = AlbertTokenizer(spm_model_file=spm_model_file, digit_comma_rule="drop_added_marker")
+    outputs = cpd.output_shard_paths(str(tmp_path / "train.tfrecord"), 1)
+    with pytest.raises(ValueError, match="digit_comma_rule='keep_added_marker' disagrees with the given tokenizer's "
+                                         "'drop_added_marker'"):
+        cpd.create_pretraining_data(corpus_file, outputs, tokenizer, digit_comma_rule="keep_added_marker")
+    with pytest.raises(ValueError, match="digit_comma_rule must be one of"):
+        cpd.create_pretraining_data(corpus_file, outputs, spm_model_file, digit_comma_rule="hf")

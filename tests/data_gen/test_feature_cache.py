@@ -69,6 +69,20 @@ def test_key_depends_on_tokenizer_casing_and_params(tmp_path, tokenizer):
     assert len(keys) == 5
 
 
+
+def test_a_cache_built_under_one_digit_comma_rule_is_not_read_under_the_other(tmp_path, tokenizer):
+    data_file = tmp_path / "train.tsv"
+    data_file.write_text("in 1990, they\n")
+    assert tokenizer.digit_comma_rule == "keep_added_marker"
+    dropping = AlbertTokenizer(spm_model_file=tokenizer.spm_model_file, digit_comma_rule="drop_added_marker")
+    assert feature_cache.tokenizer_fingerprint(dropping)["digit_comma_rule"] == "drop_added_marker"
+    calls = []
+    kept = feature_cache.load_or_build(str(tmp_path), "toy_train", _key(str(data_file), tokenizer, 8), _spec(8),
+                                       _features(8, calls))
+    dropped = feature_cache.load_or_build(str(tmp_path), "toy_train", _key(str(data_file), dropping, 8), _spec(8),
+                                          _features(8, calls))
+    assert calls == [8, 8] and dropped.path != kept.path
+
 def test_fingerprints_follow_content():
     assert feature_cache.records_fingerprint([{"a": 1}]) == feature_cache.records_fingerprint([{"a": 1}])
     assert feature_cache.records_fingerprint([{"a": 1}]) != feature_cache.records_fingerprint([{"a": 2}])
