@@ -10,6 +10,7 @@ from absl import app, flags, logging
 from albert_tf.tokenization import AlbertTokenizer
 from data_gen import create_pretraining_data as cpd
 from run_scripts.original_flags import define_original_flags
+from run_scripts.tokenizer_flags import define_digit_comma_rule_flag
 
 FLAGS = flags.FLAGS
 flags.DEFINE_string("input_file", None, "Input text file(s): comma list and/or globs. Not used with tfds input.")
@@ -19,6 +20,7 @@ flags.DEFINE_string("spm_model_file", None, "SentencePiece model (ids <pad>=0 <u
 flags.DEFINE_string("vocab_file", None, "WordPiece vocabulary, used when --spm_model_file is not given "
                     "(the released Chinese models).")
 flags.DEFINE_bool("do_lower_case", True, "Lowercase the input (uncased models).")
+define_digit_comma_rule_flag()
 flags.DEFINE_bool("do_whole_word_mask", True, "Mask whole words rather than single pieces.")
 flags.DEFINE_bool("do_permutation", False, "The original's permutation mode: not supported (it was never used "
                   "for the released models).")
@@ -56,7 +58,7 @@ def main(argv):
     if not (FLAGS.spm_model_file or FLAGS.vocab_file):
         raise app.UsageError("Give --spm_model_file (or --vocab_file for a WordPiece vocabulary).")
     tokenizer = AlbertTokenizer(spm_model_file=FLAGS.spm_model_file, vocab_file=FLAGS.vocab_file,
-                                do_lower_case=FLAGS.do_lower_case)
+                                do_lower_case=FLAGS.do_lower_case, digit_comma_rule=FLAGS.digit_comma_rule)
     summary = cpd.create_pretraining_data(
         FLAGS.input_file, cpd.output_shard_paths(FLAGS.output_file, FLAGS.num_output_shards), tokenizer,
         input_format=FLAGS.input_format, json_text_field=FLAGS.json_text_field, tfds_name=FLAGS.tfds_name,

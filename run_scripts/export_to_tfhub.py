@@ -14,6 +14,7 @@ from albert_tf.config import load_config
 from albert_tf.export.preprocessor import DEFAULT_SEQ_LENGTH
 from albert_tf.export.tfhub_encoder import export_hub_modules
 from run_scripts.original_flags import NO_EINSUM_CHOICE, define_original_flags
+from run_scripts.tokenizer_flags import define_digit_comma_rule_flag
 
 FLAGS = flags.FLAGS
 
@@ -24,6 +25,7 @@ flags.DEFINE_string("albert_config_file", None, "albert_config.json of the model
 flags.DEFINE_string("preset", None, "A named config, e.g. albert-base.")
 flags.DEFINE_string("spm_model_file", None, "The SentencePiece model the weights were trained with.")
 flags.DEFINE_bool("do_lower_case", True, "Lowercase input text (the released English models do).")
+define_digit_comma_rule_flag()
 flags.DEFINE_string("export_path", None, "Directory for encoder/ and preprocessor/.")
 flags.DEFINE_integer("seq_length", DEFAULT_SEQ_LENGTH, "The preprocessor's default sequence length.")
 flags.DEFINE_bool("allow_random_init", False, "Export random weights when there is no --init_checkpoint "
@@ -53,7 +55,7 @@ def main(argv):
     encoder_dir, preprocessor_dir = export_hub_modules(
         FLAGS.export_path, _config(), FLAGS.spm_model_file, init_checkpoint=FLAGS.init_checkpoint,
         do_lower_case=FLAGS.do_lower_case, seq_length=FLAGS.seq_length, allow_random_init=FLAGS.allow_random_init,
-        overwrite=FLAGS.overwrite)
+        digit_comma_rule=FLAGS.digit_comma_rule, overwrite=FLAGS.overwrite)
     logging.info("Wrote %s and %s.", encoder_dir, preprocessor_dir)
 
 

@@ -14,6 +14,7 @@ from albert_tf.tasks.finetuning import FinetuningOptions
 from albert_tf.training.checkpointing import TrainingPreempted
 from albert_tf.training.optimization import OPTIMIZER_NAMES
 from run_scripts.original_flags import define_original_flags
+from run_scripts.tokenizer_flags import define_digit_comma_rule_flag
 from run_scripts.training_flags import define_compute_flags, define_distribution_flags, recompute_blocks_from_flags
 
 FLAGS = flags.FLAGS
@@ -37,6 +38,7 @@ def define_finetuning_flags(*, learning_rate, max_seq_length, train_step=None, w
     flags.DEFINE_string("spm_model_file", None, "The SentencePiece model (30k-clean.model).")
     flags.DEFINE_string("vocab_file", None, "A WordPiece vocabulary instead of --spm_model_file (Chinese models).")
     flags.DEFINE_bool("do_lower_case", True, "Lowercase the input text (uncased models).")
+    define_digit_comma_rule_flag()
     flags.DEFINE_integer("max_seq_length", max_seq_length, "Tokens per sequence after [CLS]/[SEP] and padding.")
     flags.DEFINE_string("output_dir", None, "Checkpoints, eval results and predictions go here.")
     flags.DEFINE_string("cached_dir", None, "Where feature caches are kept (default: --output_dir).")

@@ -29,7 +29,7 @@ from absl import logging
 from albert_tf.checkpoints import formats, hub_module, loading, locating, writing
 from albert_tf.config import AlbertConfig, load_config
 from albert_tf.export.serving import export_saved_model
-from albert_tf.tokenization import AlbertTokenizer
+from albert_tf.tokenization import AlbertTokenizer, DEFAULT_DIGIT_COMMA_RULE
 from albert_tf.training.distribution import get_strategy
 from albert_tf.training.optimization import OPTIMIZER_NAMES, create_optimizer
 from albert_tf.training.settings import TrainingSettings, enable_determinism, set_mixed_precision
@@ -127,6 +127,7 @@ class FinetuningOptions(TrainingSettings):
     spm_model_file: Optional[str] = None
     vocab_file: Optional[str] = None
     do_lower_case: bool = True
+    digit_comma_rule: str = DEFAULT_DIGIT_COMMA_RULE
     cached_dir: Optional[str] = None
     max_seq_length: int = 512
     do_train: bool = False
@@ -236,11 +237,12 @@ def resolve_tokenizer(options: FinetuningOptions) -> AlbertTokenizer:
     --hub_module_handle (its assets/) or --init_checkpoint (beside it, as in the released tarballs)."""
     if options.spm_model_file or options.vocab_file:
         return AlbertTokenizer(spm_model_file=options.spm_model_file, vocab_file=options.vocab_file,
-                               do_lower_case=options.do_lower_case)
+                               do_lower_case=options.do_lower_case, digit_comma_rule=options.digit_comma_rule)
     if options.hub_module_handle:
         module = hub_module.read_hub_module(options.hub_module_handle)
         logging.info("Using the SentencePiece model of the hub module %s.", module.spm_model_file)
-        return AlbertTokenizer(spm_model_file=module.spm_model_file, do_lower_case=module.do_lower_case)
+        return AlbertTokenizer(spm_model_file=module.spm_model_file, do_lower_case=module.do_lower_case,
+                               digit_comma_rule=options.digit_comma_rule)
     source = options.init_checkpoint
     if not source:
         raise ValueError("Give --spm_model_file (or --vocab_file) to tokenize the input.")
@@ -249,7 +251,8 @@ def resolve_tokenizer(options: FinetuningOptions) -> AlbertTokenizer:
         raise ValueError(f"Found {len(models)} SentencePiece models with {source} ({models}), need exactly one; "
                          "give --spm_model_file.")
     logging.info("Using the SentencePiece model %s.", models[0])
-    return AlbertTokenizer(spm_model_file=models[0], do_lower_case=options.do_lower_case)
+    return AlbertTokenizer(spm_model_file=models[0], do_lower_case=options.do_lower_case,
+                           digit_comma_rule=options.digit_comma_rule)
 
 
 def resolve_cached_dir(options: FinetuningOptions) -> str:

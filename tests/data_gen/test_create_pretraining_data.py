@@ -677,6 +677,17 @@ def test_run_script_uses_the_original_defaults(tmp_path, corpus_file, spm_model_
         "max_predictions_per_seq": 20, "masked_lm_prob": 0.15, "short_seq_prob": 0.1, "ngram": 3,
         "favor_shorter_ngram": True, "do_whole_word_mask": True, "random_next_sentence": False, "random_seed": 12345}
     assert settings["tokenizer"]["do_lower_case"] is True
+    assert settings["tokenizer"]["digit_comma_rule"] == "keep_added_marker"
+
+
+@pytest.mark.slow
+def test_run_script_takes_the_digit_comma_rule(tmp_path, corpus_file, spm_model_file):
+    result = run_script("create_pretraining_data", f"--input_file={corpus_file}",
+                        f"--output_file={tmp_path / 'train.tfrecord'}", f"--spm_model_file={spm_model_file}",
+                        "--max_seq_length=64", "--dupe_factor=1", "--digit_comma_rule=drop_added_marker", timeout=300)
+    assert result.returncode == 0, result.stderr[-3000:]
+    with open(tmp_path / "train.tfrecord.summary.json", encoding="utf-8") as handle:
+        assert json.load(handle)["settings"]["tokenizer"]["digit_comma_rule"] == "drop_added_marker"
 
 
 # The digit-comma rule.

@@ -23,7 +23,7 @@ from albert_tf.export.preprocessor import AlbertPreprocessor
 from albert_tf.export.text_classifier import _RawTextClassifier, export_classifier_with_preprocessor
 from albert_tf.export.tfhub_encoder import export_hub_modules
 from albert_tf.tokenization import AlbertTokenizer
-from tests.helpers import REPO_ROOT, run_python, tiny_config
+from tests.helpers import REPO_ROOT, run_python, run_script, tiny_config
 
 README = os.path.join(REPO_ROOT, "README.md")
 
@@ -320,3 +320,18 @@ def test_classifier_with_preprocessor_takes_raw_text(exported, tmp_path):
     predictions = _RawTextClassifier(regressor, preprocessor, num_text_inputs=1).__call__(text_a)["predictions"]
     single = preprocessor.bert_pack_inputs([preprocessor.tokenize(text_a)])
     np.testing.assert_allclose(predictions, regressor(single, training=False)[:, 0], atol=1e-5)
+
+
+@pytest.mark.slow
+def test_export_script_takes_the_digit_comma_rule(exported):
+    directory = exported["directory"]
+    export_path = str(directory / "drop_added_marker")
+    result = run_script("export_to_tfhub", f"--init_checkpoint={directory / 'ckpt'}",
+                        f"--albert_config_file={directory / 'albert_config.json'}",
+                        f"--spm_model_file={exported['spm_model']}", f"--export_path={export_path}",
+                        "--digit_comma_rule=drop_added_marker")
+    assert result.returncode == 0, result.stderr[-3000:]
+    preprocessor = tf.saved_model.load(os.path.join(export_path, "preprocessor"))
+    assert preprocessor.digit_comma_rule.numpy().decode() == "drop_added_marker"
+    default = tf.saved_model.load(os.path.join(exported["export_path"], "preprocessor"))
+    assert default.digit_comma_rule.numpy().decode() == "keep_added_marker"

@@ -190,6 +190,11 @@ def test_the_tokenizer_comes_from_the_options_or_beside_the_checkpoint(tmp_path)
         finetuning.resolve_tokenizer(finetuning.FinetuningOptions("/tmp", init_checkpoint=alone))
     with pytest.raises(ValueError, match=r"Give --spm_model_file \(or --vocab_file\) to tokenize the input."):
         finetuning.resolve_tokenizer(finetuning.FinetuningOptions("/tmp"))
+    # The digit-comma rule: the original's by default, Hugging Face's on request, wherever the model comes from.
+    assert given.digit_comma_rule == beside.digit_comma_rule == "keep_added_marker"
+    for source in (dict(spm_model_file=spm_model), dict(init_checkpoint=checkpoint)):
+        options = finetuning.FinetuningOptions("/tmp", digit_comma_rule="drop_added_marker", **source)
+        assert finetuning.resolve_tokenizer(options).digit_comma_rule == "drop_added_marker"
     assert finetuning.resolve_cached_dir(finetuning.FinetuningOptions("/tmp/run")) == "/tmp/run"
     cached = finetuning.FinetuningOptions("/tmp/run", cached_dir="/tmp/cache")
     assert finetuning.resolve_cached_dir(cached) == "/tmp/cache"
