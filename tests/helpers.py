@@ -1,10 +1,13 @@
 """What many test modules share: the repository's paths, tiny configs and inputs, the run scripts in a subprocess,
-small generated data (a text corpus, a SentencePiece model trained on it, number texts, pretraining records), and
-the original's tokenization and squad_utils as oracles."""
+small generated data (a text corpus, a SentencePiece model trained on it, number texts, pretraining records), the
+original's tokenization and squad_utils as oracles, and the official SQuAD v2.0 evaluation, transcribed."""
+import collections
 import importlib.util
 import inspect
 import os
 import random
+import re
+import string
 import subprocess
 import sys
 import types
@@ -248,3 +251,96 @@ def original_squad_utils(tokenization):
     squad_utils.tf = tf.compat.v1
     squad_utils.tokenization = tokenization
     return squad_utils
+
+
+# ---- the official SQuAD v2.0 evaluation, transcribed -----------------------------------------------
+# evaluate-v2.0.py's get_raw_scores, apply_no_ans_threshold, make_eval_dict and main, written out here so that
+# tests check our scoring against the official semantics and not against itself. `dataset` is the file's "data".
+
+def _official_normalize_answer(s):
+    s = "".join(ch for ch in s.lower() if ch not in set(string.punctuation))
+    return " ".join(re.sub(re.compile(r"\b(a|an|the)\b", re.UNICODE), " ", s).split())
+
+
+def _official_get_tokens(s):
+    if not s:
+        return []
+    return _official_normalize_answer(s).split()
+
+
+def _official_compute_f1(a_gold, a_pred):
+    gold_toks = _official_get_tokens(a_gold)
+    pred_toks = _official_get_tokens(a_pred)
+    num_same = sum((collections.Counter(gold_toks) & collections.Counter(pred_toks)).values())
+    if len(gold_toks) == 0 or len(pred_toks) == 0:
+        return int(gold_toks == pred_toks)
+    if num_same == 0:
+        return 0
+    precision = 1.0 * num_same / len(pred_toks)
+    recall = 1.0 * num_same / len(gold_toks)
+    return (2 * precision * recall) / (precision + recall)
+
+
+def _official_make_eval_dict(exact_scores, f1_scores, qid_list=None):
+    qid_list = qid_list or list(exact_scores)
+    total = len(qid_list)
+    return {"exact": 100.0 * sum(exact_scores[k] for k in qid_list) / total,
+            "f1": 100.0 * sum(f1_scores[k] for k in qid_list) / total, "total": total}
+
+
+def official_squad_v2_eval(dataset, preds, na_probs=None, na_prob_thresh=1.0):
+    """What `evaluate-v2.0.py data.json pred.json [--na-prob-file na_probs.json]` prints, as a dict."""
+    qid_to_has_ans = {qa["id"]: bool(qa["answers"]) for article in dataset for p in article["paragraphs"]
+                      for qa in p["qas"]}
+    exact_raw, f1_raw = {}, {}
+    for article in dataset:
+        for p in article["paragraphs"]:
+            for qa in p["qas"]:
+                gold_answers = [a["text"] for a in qa["answers"] if _official_normalize_answer(a["text"])]
+                if not gold_answers:
+                    gold_answers = [""]
+                a_pred = preds[qa["id"]]
+                exact_raw[qa["id"]] = max(int(_official_normalize_answer(a) == _official_normalize_answer(a_pred))
+                                          for a in gold_answers)
+                f1_raw[qa["id"]] = max(_official_compute_f1(a, a_pred) for a in gold_answers)
+    probs = na_probs if na_probs is not None else {k: 0.0 for k in preds}
+
+    def thresholded(scores):
+        return {qid: float(not qid_to_has_ans[qid]) if probs[qid] > na_prob_thresh else s for qid, s in scores.items()}
+
+    exact_thresh, f1_thresh = thresholded(exact_raw), thresholded(f1_raw)
+    out_eval = _official_make_eval_dict(exact_thresh, f1_thresh)
+    for prefix, wanted in (("HasAns", True), ("NoAns", False)):
+        qids = [k for k, v in qid_to_has_ans.items() if v == wanted]
+        if qids:
+            out_eval.update({f"{prefix}_{k}": v
+                             for k, v in _official_make_eval_dict(exact_thresh, f1_thresh, qids).items()})
+    if na_probs is not None:
+        for name, raw in (("exact", exact_raw), ("f1", f1_raw)):
+            num_no_ans = sum(1 for k in qid_to_has_ans if not qid_to_has_ans[k])
+            cur_score = best_score = num_no_ans
+            best_thresh = 0.0
+            for qid in sorted(na_probs, key=lambda k: na_probs[k]):
+                if qid not in raw:
+                    continue
+                if qid_to_has_ans[qid]:
+                    diff = raw[qid]
+                else:
+                    diff = -1 if preds[qid] else 0
+                cur_score += diff
+                if cur_score > best_score:
+                    best_score = cur_score
+                    best_thresh = na_probs[qid]
+            out_eval[f"best_{name}"] = 100.0 * best_score / len(raw)
+            out_eval[f"best_{name}_thresh"] = best_thresh
+    return out_eval
+
+
+def squad_dataset(questions):
+    """The SQuAD file's "data" for [(id, context, [answer texts])], one paragraph per question; no answers is
+    SQuAD v2's unanswerable question (an answer's answer_start is where its text first occurs, else 0)."""
+    paragraphs = [{"context": context, "qas": [{
+        "id": qas_id, "question": "Which word?", "is_impossible": not answers,
+        "answers": [{"text": text, "answer_start": max(context.find(text), 0)} for text in answers]}]}
+        for qas_id, context, answers in questions]
+    return [{"title": "generated", "paragraphs": paragraphs}]

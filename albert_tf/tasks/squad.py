@@ -9,7 +9,8 @@ them too (predict_results.json), as the original's --do_predict did.
 
 v2.0 answers a question when its null odds (the answer-class logit) is <= `null_score_diff_threshold`
 (default 0.0, i.e. P(no answer) <= 0.5), or the threshold that maximises F1 on `null_threshold_search_file`,
-a labelled split other than the one evaluated. The official script's search for the best threshold on the
+a labelled split other than the one evaluated; exact_match and f1 are what the official evaluate-v2.0.py
+reports on the predictions.json written (`v2_metrics`). The official script's search for the best threshold on the
 evaluated split itself, run on every question's best non-null answer (as the original's first pass; the
 official script run on predictions.json, which is already thresholded, can find less), is written as
 oracle_best_f1(_thresh), and the numbers the original run_squad_v2.py reports (that threshold applied with
@@ -32,7 +33,7 @@ Usage (it needs the SQuAD files and a pretrained model, so it is not run here):
 import dataclasses
 import json
 import os
-from typing import Dict, Optional
+from typing import Dict, Mapping, Optional, Sequence
 
 import tensorflow as tf
 from absl import logging
@@ -143,6 +144,35 @@ def _serving_fn(model, inputs):
     return model(inputs, training=False)
 
 
+# ---- v2.0 metrics --------------------------------------------------------------------------------
+
+def v2_metrics(gold: Mapping[str, Sequence[str]], best_answers: Mapping[str, str], null_odds: Mapping[str, float],
+               threshold: float) -> Dict[str, float]:
+    """The v2.0 metrics of eval_results.json, from each question's best non-null answer and null odds.
+
+    exact_match, f1, total and HasAns_* / NoAns_* are what the official evaluate-v2.0.py reports on the
+    predictions.json written at `threshold` (answered when null odds <= threshold, else ""). Scoring the
+    best answers with the threshold as the official no-answer cut-off instead would count a question whose
+    gold answers all normalise to nothing ("the") as wrong when it is not answered, where the official
+    script scores that "" against the gold [""] as right. oracle_best_* is the official threshold search on
+    the best answers of this split, original_* the numbers the original run_squad_v2.py reports.
+
+    Example:
+    >>> gold = {"q1": ["Paris"], "q2": ["the"], "q3": []}
+    >>> metrics = v2_metrics(gold, {"q1": "Paris", "q2": "a", "q3": "x"}, {"q1": -1.0, "q2": 2.0, "q3": 3.0}, 0.0)
+    >>> metrics["exact_match"], metrics["HasAns_total"], metrics["oracle_best_f1"]
+    (100.0, 2, 100.0)
+    """
+    predictions = squad_postprocess.apply_null_threshold(best_answers, null_odds, threshold)
+    metrics = squad_evaluation.evaluate_v2(gold, predictions)
+    searched = squad_evaluation.evaluate_v2(gold, best_answers, null_odds)
+    metrics.update({f"oracle_{name}": value for name, value in searched.items() if name.startswith("best_")})
+    as_original = squad_evaluation.evaluate_v2_as_original(gold, best_answers, null_odds)
+    metrics.update({f"original_{name}": value for name, value in as_original.items() if name != "total"})
+    metrics["null_score_diff_threshold"] = threshold
+    return metrics
+
+
 # ---- the task ------------------------------------------------------------------------------------
 
 class _SquadSplits:
@@ -208,13 +238,7 @@ class _SquadSplits:
         if not self._options.version_2_with_negative:
             return squad_evaluation.evaluate_v1(gold, self.answers(split, outputs)[0])
         best_answers, _, null_odds = self.answers(split, outputs)
-        results = squad_evaluation.evaluate_v2(gold, best_answers, null_odds, na_prob_thresh=self.threshold)
-        metrics = {name: value for name, value in results.items() if not name.startswith("best_")}
-        metrics.update({f"oracle_{name}": value for name, value in results.items() if name.startswith("best_")})
-        as_original = squad_evaluation.evaluate_v2_as_original(gold, best_answers, null_odds)
-        metrics.update({f"original_{name}": value for name, value in as_original.items() if name != "total"})
-        metrics["null_score_diff_threshold"] = self.threshold
-        return metrics
+        return v2_metrics(gold, best_answers, null_odds, self.threshold)
 
     def write_files(self, directory, split, outputs):
         if split.name == "threshold_search":

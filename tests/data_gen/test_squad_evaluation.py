@@ -1,7 +1,13 @@
 """The SQuAD metric against the official v1.1 / v2.0 evaluation semantics, with hand-worked numbers."""
+import random
+
 import pytest
 
 from data_gen import squad_evaluation as evaluation
+from tests.helpers import official_squad_v2_eval, squad_dataset
+
+# Answer texts that score in every way: articles and punctuation alone normalise to nothing.
+TEXTS = ("the", "a", "An.", "Paris", "paris!", "the red dog", "red", "dog red", "in 1990", "1990", "")
 
 
 @pytest.mark.parametrize("text, expected", [
@@ -117,3 +123,26 @@ def test_evaluate_v2_needs_every_prediction():
         evaluation.evaluate_v2(GOLD_V2, {key: value for key, value in PREDICTIONS_V2.items() if key != "q4"})
     with pytest.raises(ValueError, match="no no-answer score.*'q1'"):
         evaluation.evaluate_v2(GOLD_V2, PREDICTIONS_V2, {"q2": 0.0, "q3": 0.0, "q4": 0.0, "q5": 0.0})
+
+
+def _random_v2_case(seed, count=30):
+    rng = random.Random(seed)
+    questions, predictions, null_odds = [], {}, {}
+    for index in range(count):
+        answers = [] if rng.random() < 0.3 else [rng.choice(TEXTS[:-1]) for _ in range(rng.randint(1, 3))]
+        questions.append((f"q{index}", "the red dog in Paris in 1990", answers))
+        predictions[f"q{index}"] = rng.choice(TEXTS)
+        null_odds[f"q{index}"] = round(rng.uniform(-3.0, 3.0), 1)  # ties between questions happen
+    return questions, predictions, null_odds
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_evaluate_v2_is_the_official_script(seed):
+    questions, predictions, null_odds = _random_v2_case(seed)
+    dataset = squad_dataset(questions)
+    gold = {qas_id: answers for qas_id, _, answers in questions}
+    for na_probs, na_prob_thresh in ((None, 1.0), (null_odds, 1.0), (null_odds, 0.0), (null_odds, -1.5)):
+        official = official_squad_v2_eval(dataset, predictions, na_probs, na_prob_thresh)
+        ours = evaluation.evaluate_v2(gold, predictions, na_probs, na_prob_thresh)
+        assert ours == pytest.approx({"exact_match" if name == "exact" else name: value
+                                      for name, value in official.items()})
