@@ -1,5 +1,6 @@
-"""SQuAD v2.0's eval_results: exact_match and f1 are the official evaluate-v2.0.py's on the predictions.json written,
-also for a gold answer that normalises to nothing; the threshold searches and the original's figures keep their names."""
+"""SQuAD v2.0's eval_results: exact_match and f1 are the official evaluate-v2.0.py's on the predictions.json
+written, also for a gold answer that normalises to nothing; the threshold searches and the original's figures keep
+their names."""
 import json
 import random
 
