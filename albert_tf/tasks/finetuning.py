@@ -407,6 +407,9 @@ def run_finetuning(task: FinetuningTask, options: FinetuningOptions) -> Dict[str
         results["prediction_checkpoint"] = prediction_checkpoint
     if options.do_predict:
         for split in task.predict_splits:
+            if not split.num_examples:
+                logging.warning("The %s split holds no examples: its prediction files are written without rows.",
+                                split.name)
             outputs = _predict(trainer, split, options.predict_batch_size, task.predict_fn)
             task.write_predictions(options.output_dir, split, outputs)
             logging.info("Wrote the %s predictions of %d examples to %s.", split.name, split.num_examples,
@@ -482,6 +485,8 @@ def _checkpoints_to_evaluate(options, train_steps):
 
 def _predict(trainer, split, batch_size, predict_fn) -> Outputs:
     outputs = trainer.predict(_finite_dataset_fn(split), predict_fn, batch_size)
+    if not outputs:
+        outputs = _empty_outputs(trainer.model, split, predict_fn)
     if EXAMPLE_INDEX in outputs:
         order = np.argsort(outputs[EXAMPLE_INDEX], kind="stable")
         outputs = {name: value[order] for name, value in outputs.items()}
@@ -490,6 +495,17 @@ def _predict(trainer, split, batch_size, predict_fn) -> Outputs:
         raise ValueError(f"Split {split.name!r} should hold {split.num_examples} examples but prediction "
                          f"returned {count}.")
     return outputs
+
+
+def _empty_outputs(model, split, predict_fn) -> Outputs:
+    """predict_fn's outputs with no rows, for a split without examples: a task writes the same files, just empty.
+
+    An empty dataset runs no prediction step, so the names, dtypes and row shapes come from tracing one.
+    """
+    element_spec = _finite_dataset_fn(split)(None, 1, 0).element_spec
+    traced = tf.function(lambda batch: predict_fn(model, batch), autograph=False).get_concrete_function(element_spec)
+    return {name: np.zeros([0] + [size or 0 for size in tensor.shape[1:]], tensor.dtype.as_numpy_dtype)
+            for name, tensor in traced.structured_outputs.items()}
 
 
 def _evaluate_splits(trainer, task, options):

@@ -1,4 +1,5 @@
 """albert_tf.tasks.finetuning: the shared driver, on a toy task (ALBERT end to end: test_glue, test_race)."""
+import dataclasses
 import json
 
 import keras
@@ -137,6 +138,16 @@ def test_later_runs_evaluate_and_predict_with_the_checkpoints_of_earlier_ones(tm
     assert (tmp_path / "best" / "albert_config.json").read_text() == (tmp_path / "albert_config.json").read_text()
     again = finetuning.run_finetuning(_task({}), _options(tmp_path, do_eval=True, preset=None))
     assert again["eval"] == results["eval"]
+
+
+def test_an_empty_predict_split_gives_every_output_with_no_rows(tmp_path):
+    written = {}
+    task = dataclasses.replace(_task(written), predict_splits=[_split("test", 0, 3)])
+    finetuning.run_finetuning(task, _options(tmp_path, do_predict=True))
+    outputs = written["test"]
+    assert sorted(outputs) == ["example_index", "label_ids", "logits", "per_example_loss", "probabilities"]
+    assert outputs["logits"].shape == outputs["probabilities"].shape == (0, 2)
+    assert outputs["logits"].dtype == np.float32 and outputs["example_index"].shape == (0,)
 
 
 def test_bad_options_are_named(tmp_path):
