@@ -36,6 +36,7 @@ from data_gen.race import RaceExample
 
 # The original run_race's names, which eval_results.txt and predict_results also list.
 ORIGINAL_METRIC_NAMES = {"eval_accuracy": "accuracy", "eval_loss": "loss"}
+_SPLIT_FLAGS = {"train": "--do_train", "dev": "--do_eval", "test": "--do_predict"}
 
 
 @dataclasses.dataclass
@@ -99,6 +100,10 @@ def build_task(options: RaceOptions, tokenizer) -> finetuning.FinetuningTask:
         split_examples, features = race_data.load_split(
             options.data_dir, split, tokenizer, finetuning_options.max_seq_length, options.max_qa_length,
             finetuning.resolve_cached_dir(finetuning_options), levels)
+        if not split_examples:
+            # A test split is scored too (predict_results), so an empty one has nothing to report.
+            raise ValueError(f"The RACE {split} files under {options.data_dir} ({', '.join(levels)}) hold no "
+                             f"questions; {_SPLIT_FLAGS[split]} needs at least one.")
         examples[split] = split_examples
         return finetuning.DataSplit(split, features.dataset, features.num_examples)
 

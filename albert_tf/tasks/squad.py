@@ -46,6 +46,8 @@ from data_gen import squad, squad_evaluation, squad_postprocess
 
 THRESHOLD_SEARCH_SUFFIX = "_threshold_search"
 PREDICT_RESULTS_NAME = "predict_results.json"
+# The splits that are scored, by the option that reads them; a predict file without questions gives empty files.
+_SCORED_SPLITS = {"dev": "--do_eval", "threshold_search": "--null_threshold_search_file"}
 
 
 @dataclasses.dataclass
@@ -189,6 +191,9 @@ class _SquadSplits:
     def load(self, name, source, is_training):
         options = self._options
         examples = squad.read_squad_examples(source, is_training, options.tfds_data_dir)
+        if not examples and name in _SCORED_SPLITS:
+            raise ValueError(f"{source} holds no questions; {_SCORED_SPLITS[name]} scores it, so it needs at least "
+                             "one.")
         unanswerable = sum(example.is_impossible for example in examples)
         if unanswerable and not options.version_2_with_negative:
             raise ValueError(f"{source} has {unanswerable} unanswerable questions (is_impossible): it is SQuAD v2.0 "
@@ -257,7 +262,8 @@ class _SquadSplits:
             return
         self.write_files(output_dir, split, outputs)
         # The original's --do_predict also scored a predict file that has answers (its usual dev file).
-        if all(example.answer_texts or example.is_impossible for example in self.examples[split.name]):
+        examples = self.examples[split.name]
+        if examples and all(example.answer_texts or example.is_impossible for example in examples):
             metrics = self.compute_metrics(split, outputs)
             path = os.path.join(output_dir, PREDICT_RESULTS_NAME)
             with tf.io.gfile.GFile(path, "w") as handle:
