@@ -48,26 +48,40 @@ def test_glue_test_split_with_only_its_header_writes_empty_prediction_files(tmp_
 
 
 @pytest.mark.slow
-def test_squad_predict_file_without_questions_writes_empty_official_files(tmp_path, squad_assets):
+@pytest.mark.parametrize("version_2", [False, True])
+def test_squad_predict_file_without_questions_writes_empty_official_files(tmp_path, squad_assets, version_2):
     directory, spm_model, config_file = squad_assets
     empty = tmp_path / "empty.json"
     empty.write_text(json.dumps({"version": "v2.0", "data": [{"title": "none", "paragraphs": []}]}))
     output_dir = tmp_path / "run"
     run_squad(SquadOptions(_options(output_dir, config_file, spm_model, max_seq_length=48, do_predict=True),
-                           predict_file=str(empty), version_2_with_negative=True, doc_stride=16, max_query_length=8,
-                           n_best_size=5, max_answer_length=8, start_n_top=3, end_n_top=3))
-    for name in ("predictions.json", "nbest_predictions.json", "null_odds.json"):
+                           predict_file=str(empty), version_2_with_negative=version_2, doc_stride=16,
+                           max_query_length=8, n_best_size=5, max_answer_length=8, start_n_top=3, end_n_top=3))
+    for name in ("predictions.json", "nbest_predictions.json") + (("null_odds.json",) if version_2 else ()):
         assert json.loads((output_dir / name).read_text()) == {}, name
     assert not (output_dir / "predict_results.json").exists()  # no question to score
 
-    train = squad_data_files(directory, version_2=True)[0]
+    train = squad_data_files(directory, version_2)[0]
     with pytest.raises(ValueError, match=rf"^{empty} holds no questions; --do_eval scores it, so it needs at least "
                                          r"one\.$"):
         run_squad(SquadOptions(_options(tmp_path / "eval", config_file, spm_model, max_seq_length=48, do_train=True,
                                         do_eval=True),
-                               train_file=train, predict_file=str(empty), version_2_with_negative=True,
+                               train_file=train, predict_file=str(empty), version_2_with_negative=version_2,
                                doc_stride=16, max_query_length=8))
     assert not list((tmp_path / "eval").glob("ckpt-*"))  # it stopped before training
+
+
+def test_squad_threshold_search_file_without_questions_stops_before_training(tmp_path, squad_assets):
+    directory, spm_model, config_file = squad_assets
+    train, dev = squad_data_files(directory, version_2=True)[:2]
+    empty = tmp_path / "empty.json"
+    empty.write_text(json.dumps({"version": "v2.0", "data": []}))
+    with pytest.raises(ValueError, match=rf"^{empty} holds no questions; --null_threshold_search_file scores it"):
+        run_squad(SquadOptions(_options(tmp_path / "run", config_file, spm_model, max_seq_length=48, do_train=True,
+                                        do_eval=True),
+                               train_file=train, predict_file=dev, version_2_with_negative=True, doc_stride=16,
+                               max_query_length=8, null_threshold_search_file=str(empty)))
+    assert not list((tmp_path / "run").glob("ckpt-*"))
 
 
 def test_race_test_split_without_questions_stops_before_training(tmp_path, glue_config, spm_model_file):
