@@ -22,6 +22,7 @@ from albert_tf.benchmarking.suite import (DATA_WORKLOADS, WORKLOADS, BenchmarkOp
 from albert_tf.benchmarking.workloads import BenchmarkSettings
 from albert_tf.config import load_config
 from albert_tf.training import host_allocator
+from run_scripts import entry
 from run_scripts.training_flags import define_compute_flags, recompute_blocks_from_flags
 
 FLAGS = flags.FLAGS
@@ -98,4 +99,4 @@ def main(argv):
 
 
 if __name__ == "__main__":
-    app.run(main)
+    entry.run(main)

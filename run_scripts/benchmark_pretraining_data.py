@@ -8,11 +8,12 @@ should stay nearly flat as the corpus grows: only a few blocks are held at a tim
 import json
 import os
 
-from absl import app, flags, logging
+from absl import flags, logging
 
 from albert_tf.benchmarking.pretraining_data import measure_throughput, write_synthetic_corpus
 from data_gen import build_vocab
 from data_gen import create_pretraining_data as cpd
+from run_scripts import entry
 
 FLAGS = flags.FLAGS
 flags.DEFINE_string("output_dir", None, "Directory for the corpora, the model, the shards and benchmark.json.")
@@ -59,4 +60,4 @@ def main(argv):
 
 
 if __name__ == "__main__":
-    app.run(main)
+    entry.run(main)

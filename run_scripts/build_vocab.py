@@ -1,8 +1,9 @@
 """Trains an ALBERT SentencePiece vocabulary: python -m run_scripts.build_vocab --input=... --model_prefix=..."""
 
-from absl import app, flags, logging
+from absl import flags, logging
 
 from data_gen import build_vocab
+from run_scripts import entry
 
 FLAGS = flags.FLAGS
 flags.DEFINE_string("input", None, "Comma list or glob of text files, one sentence per line.")
@@ -21,4 +22,4 @@ def main(argv):
 
 
 if __name__ == "__main__":
-    app.run(main)
+    entry.run(main)

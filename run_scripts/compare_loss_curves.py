@@ -14,6 +14,7 @@ from absl import app, flags
 
 from albert_tf.benchmarking.reports import compare_curves, curves_table
 from albert_tf.training.summaries import read_scalars
+from run_scripts import entry
 
 FLAGS = flags.FLAGS
 flags.DEFINE_multi_string("run", [], "NAME=SUMMARY_DIR of a run; the first is the reference. At least two.")
@@ -56,4 +57,4 @@ def main(argv):
 
 
 if __name__ == "__main__":
-    app.run(main)
+    entry.run(main)

@@ -21,12 +21,11 @@ Any missing, unexpected or mis-shaped variable stops the conversion with a non-z
 listing.
 """
 
-import sys
-
-from absl import app, flags
+from absl import flags
 
 from albert_tf.checkpoints import conversion, formats
 from albert_tf.config import load_config
+from run_scripts import entry
 
 FLAGS = flags.FLAGS
 flags.DEFINE_string("input", None, "Checkpoint prefix or directory to convert.")
@@ -52,18 +51,13 @@ flags.DEFINE_boolean("init_from_group0", False,
 
 def main(argv):
     del argv
-    try:
-        given = FLAGS.albert_config_file or FLAGS.preset
-        config = load_config(FLAGS.albert_config_file, FLAGS.preset) if given else None
-        conversion.convert_checkpoint(FLAGS.input, FLAGS.output, FLAGS.output_format, input_format=FLAGS.input_format,
-                                      config=config, head=FLAGS.head, allow_missing_heads=FLAGS.allow_missing_heads,
-                                      drop_unused_heads=FLAGS.drop_unused_heads,
-                                      init_from_group0=FLAGS.init_from_group0)
-    except ValueError as error:
-        print(f"convert_checkpoint: {error}", file=sys.stderr)
-        sys.exit(1)
+    given = FLAGS.albert_config_file or FLAGS.preset
+    config = load_config(FLAGS.albert_config_file, FLAGS.preset) if given else None
+    conversion.convert_checkpoint(FLAGS.input, FLAGS.output, FLAGS.output_format, input_format=FLAGS.input_format,
+                                  config=config, head=FLAGS.head, allow_missing_heads=FLAGS.allow_missing_heads,
+                                  drop_unused_heads=FLAGS.drop_unused_heads, init_from_group0=FLAGS.init_from_group0)
 
 
 if __name__ == "__main__":
     flags.mark_flags_as_required(["input", "output", "output_format"])
-    app.run(main)
+    entry.run(main)

@@ -4,10 +4,11 @@
     python -m run_scripts.count_params --paper_tables
 """
 
-from absl import app, flags
+from absl import flags
 
 from albert_tf.config import load_config
 from albert_tf.models import param_count
+from run_scripts import entry
 
 FLAGS = flags.FLAGS
 flags.DEFINE_string("preset", None, "A named preset, e.g. albert-base.")
@@ -34,4 +35,4 @@ def main(argv):
 
 
 if __name__ == "__main__":
-    app.run(main)
+    entry.run(main)

@@ -13,6 +13,7 @@ from albert_tf.checkpoints import locating
 from albert_tf.config import load_config
 from albert_tf.export.preprocessor import DEFAULT_SEQ_LENGTH
 from albert_tf.export.tfhub_encoder import export_hub_modules
+from run_scripts import entry
 from run_scripts.original_flags import NO_EINSUM_CHOICE, define_original_flags
 from run_scripts.tokenizer_flags import define_digit_comma_rule_flag
 
@@ -60,4 +61,4 @@ def main(argv):
 
 
 if __name__ == "__main__":
-    app.run(main)
+    entry.run(main)

@@ -8,6 +8,7 @@ the documents goes to a second file for evaluation.
 from absl import app, flags, logging
 
 from data_gen import corpora
+from run_scripts import entry
 
 FLAGS = flags.FLAGS
 flags.DEFINE_string("output", None, "Text file for the training documents.")
@@ -38,4 +39,4 @@ def main(argv):
 
 
 if __name__ == "__main__":
-    app.run(main)
+    entry.run(main)

@@ -8,7 +8,7 @@ defines its task flags, and in main() calls `finetuning_options()`, builds its t
 import dataclasses
 from typing import Callable, Dict, List
 
-from absl import flags, logging
+from absl import app, flags, logging
 
 from albert_tf.tasks.finetuning import FinetuningOptions
 from albert_tf.training.checkpointing import TrainingPreempted
@@ -76,7 +76,7 @@ def define_finetuning_flags(*, learning_rate, max_seq_length, train_step=None, w
 def _exclusive(first, second):
     """Values of two alternative flags: the one given on the command line wins over the other's default."""
     if FLAGS[first].present and FLAGS[second].present:
-        raise ValueError(f"Give --{first} or --{second}, not both.")
+        raise app.UsageError(f"Give --{first} or --{second}, not both.")
     if FLAGS[first].present:
         return FLAGS[first].value, None
     if FLAGS[second].present:

@@ -16,6 +16,7 @@ from absl import app, flags
 
 from albert_tf.tasks.quickstart import QuickstartOptions, run_quickstart, summary_text
 from albert_tf.training import host_allocator
+from run_scripts import entry
 
 FLAGS = flags.FLAGS
 flags.DEFINE_string("output_dir", "demo_output", "Everything the demo writes goes under this directory.")
@@ -47,4 +48,4 @@ def main(argv):
 
 
 if __name__ == "__main__":
-    app.run(main)
+    entry.run(main)

@@ -8,12 +8,12 @@ data is there, AX.tsv) and, as the original, test_results.tsv with each test exa
 (test_results_MNLI-mm.tsv and test_results_AX.tsv for MNLI's others).
 """
 
-from absl import app, flags
+from absl import flags
 
 from albert_tf.tasks.glue import GlueOptions, run_glue
 from albert_tf.training import host_allocator
 from data_gen import glue
-from run_scripts import finetuning_flags
+from run_scripts import entry, finetuning_flags
 
 FLAGS = flags.FLAGS
 finetuning_flags.define_finetuning_flags(
@@ -48,4 +48,4 @@ def main(argv):
 
 
 if __name__ == "__main__":
-    app.run(main)
+    entry.run(main)

@@ -12,6 +12,7 @@ from albert_tf.config import load_config
 from albert_tf.tasks.pretraining import PretrainingOptions, run_pretraining
 from albert_tf.training import host_allocator
 from albert_tf.training.checkpointing import NonFiniteLossError, TrainingPreempted
+from run_scripts import entry
 from run_scripts.original_flags import define_original_flags
 from run_scripts.training_flags import (define_compute_flags, define_distribution_flags,
                                         recompute_blocks_from_flags)
@@ -70,4 +71,4 @@ def main(argv):
 
 
 if __name__ == "__main__":
-    app.run(main)
+    entry.run(main)

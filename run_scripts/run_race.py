@@ -6,11 +6,11 @@ names eval_accuracy and eval_loss) and eval_predictions.tsv on dev; with --do_pr
 the test accuracies and loss in predict_results.{txt,json}.
 """
 
-from absl import app, flags
+from absl import flags
 
 from albert_tf.tasks.race import RaceOptions, run_race
 from albert_tf.training import host_allocator
-from run_scripts import finetuning_flags, original_flags
+from run_scripts import entry, finetuning_flags, original_flags
 
 FLAGS = flags.FLAGS
 _KEEP_CHECKPOINT_HINT = ("nothing to pass: the original never read it and kept every checkpoint, as "
@@ -40,4 +40,4 @@ def main(argv):
 
 
 if __name__ == "__main__":
-    app.run(main)
+    entry.run(main)

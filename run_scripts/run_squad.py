@@ -24,11 +24,11 @@ original_null_score_diff_threshold: both are tuned on the split they score.
 
 import dataclasses
 
-from absl import app, flags
+from absl import flags
 
 from albert_tf.tasks.squad import SquadOptions, run_squad
 from albert_tf.training import host_allocator
-from run_scripts import finetuning_flags, original_flags
+from run_scripts import entry, finetuning_flags, original_flags
 
 FLAGS = flags.FLAGS
 finetuning_flags.define_finetuning_flags(learning_rate=5e-5, max_seq_length=384, num_train_epochs=3.0,
@@ -73,4 +73,4 @@ def main(argv):
 
 
 if __name__ == "__main__":
-    app.run(main)
+    entry.run(main)
