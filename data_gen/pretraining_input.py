@@ -219,6 +219,23 @@ def masked_lm_majority_baseline(train_pattern: Union[str, Sequence[str]], eval_p
     return {"token_id": int(token_id), "accuracy": hits / total}
 
 
+def sentence_order_majority_baseline(eval_pattern: Union[str, Sequence[str]], *, max_seq_length: int,
+                                     max_predictions_per_seq: int, batch_size: int = 256) -> Dict[str, float]:
+    """The trivial SOP baseline: always predict the label that most of the evaluation records carry.
+
+    Returns {"label", "accuracy"}: that label (the smaller one on a tie) and the share of the records that carry it.
+    It is no coin: label 1 is B swapped, and also B from a random document for a chunk with one segment (the
+    original's rule), so data with short documents hold more 1s.
+    """
+    counts = collections.Counter()
+    dataset = make_pretraining_eval_dataset(eval_pattern, batch_size=batch_size, max_seq_length=max_seq_length,
+                                            max_predictions_per_seq=max_predictions_per_seq)
+    for batch in dataset:
+        counts.update(batch["next_sentence_labels"].numpy().tolist())
+    label = max(sorted(counts), key=counts.get)
+    return {"label": int(label), "accuracy": counts[label] / sum(counts.values())}
+
+
 def validate_first_record(files: Sequence[str], max_seq_length: int, max_predictions_per_seq: int) -> None:
     """Checks the first record of the first non-empty file: every feature present, of its dtype and length.
 

@@ -105,6 +105,20 @@ def test_evaluation_reads_every_record_once_and_keeps_the_last_partial_batch(tmp
     assert [int(batch["input_word_ids"].shape[0]) for batch in dropped] == [4, 4, 4]
 
 
+def test_the_sentence_order_baseline_is_the_majority_label_of_every_record(tmp_path):
+    def baseline(pattern):
+        return pretraining_input.sentence_order_majority_baseline(
+            pattern, max_seq_length=MAX_SEQ_LENGTH, max_predictions_per_seq=MAX_PREDICTIONS, batch_size=4)
+
+    # A record's label is its id % 2.
+    mostly_0 = _write_records(str(tmp_path / "a.tfrecord"), range(7))
+    mostly_1 = _write_records(str(tmp_path / "b.tfrecord"), [1, 3, 5, 7, 9, 2])
+    assert baseline(mostly_0) == {"label": 0, "accuracy": pytest.approx(4 / 7)}
+    # Every record of every file counts, the last partial batch too: 4 + 1 zeros, 3 + 5 ones.
+    assert baseline(f"{mostly_0},{mostly_1}") == {"label": 1, "accuracy": pytest.approx(8 / 13)}
+    assert baseline(_write_records(str(tmp_path / "tie.tfrecord"), [0, 1])) == {"label": 0, "accuracy": 0.5}
+
+
 @pytest.mark.parametrize("num_files", [4, 1])
 def test_two_input_pipelines_read_disjoint_shares_that_cover_the_data(tmp_path, num_files):
     # Four files are split by file; a single file (fewer files than pipelines) is split by record.

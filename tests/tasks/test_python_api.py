@@ -135,6 +135,12 @@ def test_demo_from_python(tmp_path):
     assert json.loads((tmp_path / "demo" / "demo_results.json").read_text()) == summary
     text = summary_text(summary)
     assert f"ALBERT demo finished in {summary['seconds']} s" in text
-    assert f"| sentence_order_accuracy | {summary['eval']['sentence_order_accuracy']:.3f} | 0.500 (a coin) |" in text
+    # The SOP baseline is the held-out instances' majority label, as create_pretraining_data counted them.
+    totals = json.loads((tmp_path / "demo" / "data" / "eval.tfrecord.summary.json").read_text())["totals"]
+    labels = [totals["next_sentence_label_0"], totals["next_sentence_label_1"]]
+    order_baseline = summary["sentence_order_majority_baseline"]
+    assert order_baseline == {"label": int(labels[1] > labels[0]), "accuracy": pytest.approx(max(labels) / sum(labels))}
+    assert (f"| sentence_order_accuracy | {summary['eval']['sentence_order_accuracy']:.3f} | "
+            f"{order_baseline['accuracy']:.3f} (always ") in text
     with pytest.raises(ValueError, match="--input_file needs --eval_input_file"):
         run_quickstart(QuickstartOptions(output_dir=str(tmp_path / "other"), input_file=train_text))
