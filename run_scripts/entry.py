@@ -6,7 +6,7 @@
 A user error ends the run with `error: <its message>` on stderr and exit status 1, or 2 for a usage error; every
 other exception keeps Python's traceback (exit status 1). ALBERT_TF_TRACEBACK=1 in the environment, or
 --verbosity=1 (or more), prints the traceback of user errors too, with the same exit status. `is_user_error` says
-which errors count as the user's (BUILD_NOTES.md, "User errors"). --help and the other absl flags behave as
+which errors count as the user's (BUILD_NOTES.md, "The scripts"). --help and the other absl flags behave as
 under app.run.
 """
 
