@@ -159,6 +159,8 @@ class AlbertConfig:
     def from_json_file(cls, path: str) -> "AlbertConfig":
         import tensorflow as tf
 
+        if not tf.io.gfile.exists(path):
+            raise FileNotFoundError(f"The config file {path} does not exist.")
         with tf.io.gfile.GFile(path, "r") as handle:
             text = handle.read()
         try:

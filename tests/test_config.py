@@ -62,6 +62,12 @@ def test_unknown_key_is_named(tmp_path):
     assert str(path) in str(error.value)
 
 
+def test_a_missing_config_file_is_named(tmp_path):
+    missing = str(tmp_path / "no_such_config.json")
+    with pytest.raises(FileNotFoundError, match=f"The config file {missing} does not exist."):
+        AlbertConfig.from_json_file(missing)
+
+
 def test_what_the_original_also_loaded_loads():
     loose = AlbertConfig.from_dict(dict(RELEASED_ALBERT_BASE_V2, hidden_act="", down_scale_factor=1.0))
     assert (loose.hidden_act, loose.down_scale_factor) == ("linear", 1)

@@ -98,6 +98,10 @@ def test_run_pretraining_with_a_misspelled_config_key(tmp_path):
     completed = run_script("run_pretraining", f"--input_file={tmp_path}/x", f"--output_dir={tmp_path / 'run'}",
                            f"--albert_config_file={config_file}")
     _assert_one_error_line(completed, f"error: {raised.value}", 1)
+    missing = tmp_path / "missing_config.json"
+    completed = run_script("run_pretraining", f"--input_file={tmp_path}/x", f"--output_dir={tmp_path / 'run'}",
+                           f"--albert_config_file={missing}")
+    _assert_one_error_line(completed, f"error: The config file {missing} does not exist.", 1)
 
 
 @pytest.mark.slow
