@@ -3,12 +3,15 @@
     python -m run_scripts.benchmark --preset=albert-base --batch_size=8 --seq_length=128 \
         --workloads=pretrain_step,encode --mixed_precision=mixed_bfloat16 --output_json=bench.json
     python -m run_scripts.benchmark --workloads= --compare_presets=bert-large,albert-large,albert-xxlarge
+    python -m run_scripts.benchmark --compare_peers=keras-hub,transformers --output_json=peers.json
 
 Workloads: pretrain_step (the real pretraining step, LAMB included), finetune_step (classifier, AdamW),
 encode (forward only), input_pipeline (pretraining reader batches/s over shards written first) and
 create_pretraining_data (instances/s per worker). Prints a Markdown table (see albert_tf/benchmarking/flops.py
 for the FLOP formula, albert_tf/benchmarking/workloads.py for how the peak is measured) and writes the records
-to --output_json. Runs on the GPU when TensorFlow sees one.
+to --output_json. Runs on the GPU when TensorFlow sees one. --compare_peers times our pretraining step (with
+AdamW) beside keras-hub's and transformers' ALBERT on the same workload, in float32 and bfloat16 (see
+albert_tf/benchmarking/peers.py; `make peers` installs keras-hub); alone, it runs no other workload.
 """
 
 import json
@@ -16,7 +19,8 @@ import os
 
 from absl import app, flags
 
-from albert_tf.benchmarking.reports import comparison_table, markdown_table
+from albert_tf.benchmarking.peers import PEERS, check_peers_installed, compare_peers, parse_peers
+from albert_tf.benchmarking.reports import comparison_table, markdown_table, peer_table
 from albert_tf.benchmarking.suite import (DATA_WORKLOADS, WORKLOADS, BenchmarkOptions, DataWorkloadOptions,
                                           run_benchmarks)
 from albert_tf.benchmarking.workloads import BenchmarkSettings
@@ -44,6 +48,9 @@ flags.DEFINE_list("compare_presets", [], "Presets whose parameter memory to comp
                   "bert-large,albert-large,albert-xxlarge.")
 flags.DEFINE_list("compare_training_presets", ["bert-large", "albert-large"],
                   "Of --compare_presets, those whose peak pretraining-step RSS to measure (same batch and length).")
+flags.DEFINE_list("compare_peers", [], "Peers to time our pretraining step against, from keras-hub, "
+                  "transformers (each in float32 and bfloat16, same workload, AdamW); without --workloads, only "
+                  "the comparison runs.")
 flags.DEFINE_integer("input_batches", 200, "Batches per repeat of input_pipeline.")
 flags.DEFINE_integer("corpus_documents", 2000, "Documents of the synthetic corpus behind the data workloads.")
 flags.DEFINE_integer("vocab_size", 400, "SentencePiece vocabulary trained on the synthetic corpus.")
@@ -73,12 +80,18 @@ def main(argv):
     unknown = sorted(set(FLAGS.workloads) - set(WORKLOADS))
     if unknown:
         raise app.UsageError(f"--workloads names {unknown}; allowed: {', '.join(WORKLOADS)}.")
+    unknown_peers = sorted(set(FLAGS.compare_peers) - set(PEERS))
+    if unknown_peers:
+        raise app.UsageError(f"--compare_peers names {unknown_peers}; allowed: {', '.join(PEERS)}.")
+    peers = parse_peers(FLAGS.compare_peers)
+    check_peers_installed(peers)
+    workloads = [] if peers and not FLAGS["workloads"].present else FLAGS.workloads
     if FLAGS.cpu_allocator:
         host_allocator.select_cpu_allocator(FLAGS.cpu_allocator)
     else:
         host_allocator.prefer_caching_allocator()
     host_allocator.prefer_lean_xla_compilation()
-    uses_work_dir = FLAGS.work_dir and set(FLAGS.workloads) & set(DATA_WORKLOADS)
+    uses_work_dir = FLAGS.work_dir and set(workloads) & set(DATA_WORKLOADS)
     if uses_work_dir and os.path.isdir(FLAGS.work_dir) and os.listdir(FLAGS.work_dir):
         raise app.UsageError(f"--work_dir={FLAGS.work_dir} is not empty; the data workloads need a new or "
                              "empty directory (finished shards would be skipped, not measured).")
@@ -86,16 +99,19 @@ def main(argv):
                                dupe_factor=FLAGS.dupe_factor, num_workers=FLAGS.num_workers,
                                num_output_shards=FLAGS.num_output_shards, input_batches=FLAGS.input_batches)
     records, comparison = run_benchmarks(BenchmarkOptions(
-        _model_settings(), workloads=FLAGS.workloads, isolate_workloads=FLAGS.isolate_workloads, data=data,
+        _model_settings(), workloads=workloads, isolate_workloads=FLAGS.isolate_workloads, data=data,
         work_dir=FLAGS.work_dir, compare_presets=FLAGS.compare_presets,
         compare_training_presets=FLAGS.compare_training_presets))
     if records:
         print(markdown_table(records))
     if comparison:
         print(comparison_table(comparison))
+    peer_records = compare_peers(peers, _model_settings()) if peers else []
+    if peer_records:
+        print(peer_table(peer_records))
     if FLAGS.output_json:
         with open(FLAGS.output_json, "w", encoding="utf-8") as handle:
-            json.dump(records + comparison, handle, indent=1)
+            json.dump(records + comparison + peer_records, handle, indent=1)
 
 
 if __name__ == "__main__":

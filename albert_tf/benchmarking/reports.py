@@ -9,11 +9,11 @@ def _number(value, digits=1):
 
 
 def markdown_table(records: Sequence[dict]) -> str:
-    """The records as a Markdown table: throughput, FLOP rate against the peak, memory and checkpoint size."""
+    """The records as a Markdown table: throughput, FLOP rate against the peak, memory, checkpoint size, CPU."""
     lines = ["| workload | model | precision | XLA | recompute | batch x seq | seq/s median (min-max) | tokens/s "
              "| GFLOP/step | GFLOP/s | peak GFLOP/s | % of peak | peak RSS MB | steps' peak RSS MB | params MB "
-             "| checkpoint MB |",
-             "|---" * 16 + "|"]
+             "| checkpoint MB | CPU |",
+             "|---" * 17 + "|"]
     for record in records:
         fraction = record.get("peak_fraction")
         lines.append(
@@ -27,7 +27,7 @@ def markdown_table(records: Sequence[dict]) -> str:
             f"| {_number(record.get('peak_gflop_per_s'))} | {'-' if fraction is None else f'{100 * fraction:.0f}%'} "
             f"| {_number(record.get('peak_rss_mb'), 0)} | {_number(record.get('steady_peak_rss_mb'), 0)} "
             f"| {_number(record.get('parameter_mb'))} "
-            f"| {_number(record.get('checkpoint_mb'))} |")
+            f"| {_number(record.get('checkpoint_mb'))} | {record.get('cpu_model') or '-'} |")
     return "\n".join(lines)
 
 
@@ -38,6 +38,30 @@ def comparison_table(rows: Sequence[dict]) -> str:
     for row in rows:
         lines.append(f"| {row['preset']} | {row['encoder_parameters']:,} | {_number(row['encoder_parameter_mb'])} "
                      f"| {_number(row['peak_rss_mb'], 0)} | {_number(row['seq_per_s_median'], 2)} |")
+    return "\n".join(lines)
+
+
+def peer_table(records: Sequence[dict]) -> str:
+    """The peer comparison as a Markdown table, fastest first, with each row's ratio against the reference.
+
+    Example:
+    >>> print(peer_table([{"configuration": "keras-hub float32", "optimizer": "keras AdamW", "seq_per_s_median": 2.0,
+    ...                    "seq_per_s_min": 1.9, "seq_per_s_max": 2.1, "vs_reference": 1.0, "peak_rss_mb": 2430.0,
+    ...                    "reference": "keras-hub float32", "cpu_model": "Xeon"}]))
+    | configuration | optimizer | seq/s median (min-max) | vs keras-hub float32 | peak RSS MB | CPU |
+    |---|---|---|---|---|---|
+    | keras-hub float32 | keras AdamW | 2.00 (1.90-2.10) | 1.00x | 2,430 | Xeon |
+    """
+    if not records:
+        return ""
+    header = ["configuration", "optimizer", "seq/s median (min-max)", f"vs {records[0]['reference']}", "peak RSS MB",
+              "CPU"]
+    lines = ["| " + " | ".join(header) + " |", "|---" * len(header) + "|"]
+    for record in sorted(records, key=lambda record: -record["seq_per_s_median"]):
+        lines.append(
+            f"| {record['configuration']} | {record['optimizer']} | {_number(record['seq_per_s_median'], 2)} "
+            f"({_number(record['seq_per_s_min'], 2)}-{_number(record['seq_per_s_max'], 2)}) "
+            f"| {record['vs_reference']:.2f}x | {_number(record['peak_rss_mb'], 0)} | {record['cpu_model']} |")
     return "\n".join(lines)
 
 

@@ -2,9 +2,9 @@
 measurement and the preset comparison.
 
 The model workloads run what users run:
-- `pretrain_step`: `albert_tf.tasks.pretraining.Pretraining` (AlbertPretrainer, LAMB, the shared Trainer) and the
-  Trainer's own training function, MLM on `max_predictions_per_seq` gathered positions + SOP, backward,
-  clipping and the optimizer update;
+- `pretrain_step`: `albert_tf.tasks.pretraining.Pretraining` (AlbertPretrainer, LAMB unless the settings say
+  AdamW, the shared Trainer) and the Trainer's own training function, MLM on `max_predictions_per_seq`
+  gathered positions + SOP, backward, clipping and the optimizer update;
 - `finetune_step`: AlbertClassifier (2 labels) with the fine-tuning loss of run_glue and AdamW, on the Trainer;
 - `encode`: the encoder's forward pass (`training=False`), one tf.function call per batch.
 Their batches are random ids held in memory, so input never bounds them (the `input_pipeline` workload,
@@ -31,9 +31,9 @@ import tensorflow as tf
 
 from albert_tf.benchmarking.child_process import run_python_child
 from albert_tf.benchmarking.flops import FINETUNE_NUM_LABELS, MODEL_WORKLOADS, workload_flops
-from albert_tf.benchmarking.probes import (checkpoint_bytes, device_description, load_average, measure_matmul_peaks,
-                                           parameter_bytes, peak_device_memory_bytes, peak_rss_bytes,
-                                           reset_rss_high_water_mark, rss_high_water_mark_bytes)
+from albert_tf.benchmarking.probes import (checkpoint_bytes, cpu_model, device_description, load_average,
+                                           measure_matmul_peaks, parameter_bytes, peak_device_memory_bytes,
+                                           peak_rss_bytes, reset_rss_high_water_mark, rss_high_water_mark_bytes)
 from albert_tf.config import AlbertConfig
 from albert_tf.training.bfloat16_support import cpu_bfloat16_units, xla_bfloat16_dot_dtype
 from albert_tf.training.host_allocator import cpu_allocator
@@ -53,7 +53,8 @@ class BenchmarkSettings:
     `config` is an AlbertConfig's dict (so settings travel to a child process as JSON); `model_name` labels
     the records (a preset name or a config file). `steps_per_loop` is the Trainer's: steps per tf.function call.
     `recompute_blocks` trains with block recomputation; the FLOPs counted stay the model's own (3x the forward),
-    so the recomputed forward pass shows as a lower % of peak.
+    so the recomputed forward pass shows as a lower % of peak. `optimizer` is pretrain_step's ("lamb" as
+    run_pretraining, or "adamw", the peer comparison's); finetune_step always uses AdamW, as run_glue.
 
     Example:
     >>> settings = BenchmarkSettings(config=AlbertConfig.from_preset("albert-base").to_dict(),
@@ -74,6 +75,7 @@ class BenchmarkSettings:
     repeats: int = 3
     steps_per_loop: int = 1
     recompute_blocks: Union[bool, int] = False
+    optimizer: str = "lamb"
 
     def __post_init__(self):
         for name in ("batch_size", "seq_length", "max_predictions_per_seq", "steps", "repeats", "steps_per_loop"):
@@ -159,7 +161,7 @@ def _pretrain_step(settings: BenchmarkSettings, output_dir: str):
         max_predictions_per_seq=settings.max_predictions_per_seq, train_batch_size=settings.batch_size,
         num_train_steps=total, num_warmup_steps=max(1, total // 10), steps_per_loop=settings.steps_per_loop,
         jit_compile=settings.jit_compile, mixed_precision=settings.mixed_precision,
-        recompute_blocks=settings.recompute_blocks,
+        recompute_blocks=settings.recompute_blocks, optimizer=settings.optimizer,
         save_checkpoints_steps=total, log_every_steps=total)
     run = Pretraining(settings.albert_config(), options)
     return run.model, run.trainer
@@ -225,6 +227,10 @@ def _encode_function(settings: BenchmarkSettings):
     return model, run
 
 
+# The optimizer each model workload trains with where the settings do not choose it (None: no training).
+_OPTIMIZERS = {"finetune_step": "adamw", "encode": None}
+
+
 def run_model_workload(workload: str, settings: BenchmarkSettings) -> dict:
     """Builds, warms up and times one model workload in this process; returns its record.
 
@@ -275,7 +281,7 @@ def run_model_workload(workload: str, settings: BenchmarkSettings) -> dict:
             "seq_length": settings.seq_length, "mixed_precision": settings.mixed_precision,
             "jit_compile": settings.jit_compile, "steps": settings.steps, "repeats": settings.repeats,
             "warmup_steps": settings.warmup_steps, "steps_per_loop": settings.steps_per_loop,
-            "recompute_blocks": settings.recompute_blocks,
+            "recompute_blocks": settings.recompute_blocks, "optimizer": _OPTIMIZERS.get(workload, settings.optimizer),
             "seq_per_s_median": rates["median"], "seq_per_s_min": rates["min"], "seq_per_s_max": rates["max"],
             "tokens_per_s": rates["median"] * settings.seq_length,
             "step_seconds_median": settings.batch_size / rates["median"],
@@ -285,7 +291,8 @@ def run_model_workload(workload: str, settings: BenchmarkSettings) -> dict:
             "steady_peak_rss_mb": max(steady_rss) / 1e6 if steady_rss else None,
             "peak_device_memory_mb": None if device_memory is None else device_memory / 1e6,
             "parameter_mb": parameter_bytes(model) / 1e6, "checkpoint_mb": checkpoint_bytes(model) / 1e6,
-            "warmup_seconds": warmup_seconds, "device": device_description(), "cpu_allocator": cpu_allocator(),
+            "warmup_seconds": warmup_seconds, "device": device_description(), "cpu_model": cpu_model(),
+            "cpu_allocator": cpu_allocator(),
             "cpu_bfloat16_units": cpu_bfloat16_units(),
             "xla_bfloat16_dot_dtype": (xla_bfloat16_dot_dtype() if settings.mixed_precision == "mixed_bfloat16"
                                        else None),
@@ -348,7 +355,8 @@ def data_record(workload: str, model_name: str, batch_size: int, seq_length: int
     record = {"workload": workload, "preset": model_name, "batch_size": batch_size, "seq_length": seq_length,
               "mixed_precision": None, "jit_compile": None, "gflop_per_s": None, "peak_gflop_per_s": None,
               "peak_fraction": None, "peak_rss_mb": peak_rss_bytes() / 1e6, "device": device_description(),
-              "cpu_allocator": cpu_allocator(), "load_average": load_average(), "tensorflow": tf.__version__}
+              "cpu_model": cpu_model(), "cpu_allocator": cpu_allocator(), "load_average": load_average(),
+              "tensorflow": tf.__version__}
     record.update(rates)
     record["tokens_per_s"] = record["seq_per_s_median"] * seq_length
     record.update(extra)
@@ -383,6 +391,7 @@ def compare_presets(preset_names: Sequence[str], training_presets: Sequence[str]
                "seq_length": settings.seq_length, "mixed_precision": settings.mixed_precision,
                "jit_compile": settings.jit_compile, "encoder_parameters": parameters,
                "encoder_parameter_mb": parameters * 4 / 1e6,
+               "cpu_model": cpu_model(),
                **{field: None for field in MEASURED_FIELDS}}
         if name in training_presets:
             record = run_workload("pretrain_step", dataclasses.replace(

@@ -1,0 +1,213 @@
+"""The peers' pretraining steps, each timed in a child process of its own (albert_tf/benchmarking/peers.py runs it).
+
+keras-hub's `AlbertBackbone` and transformers' `AlbertForPreTraining` run the step of our `pretrain_step`
+workload: the encoder, the MLM head on the masked positions only (gathered before the transform, as our
+pretrainer does), the 2-way sentence-order head on the pooled output, our loss (MLM Σ(w·CE) / (Σw + 1e-5) plus
+the mean SOP cross entropy, in float32), backward, clipping to global norm 1.0 and AdamW (decay 0.01 except
+LayerNorm and biases, epsilon 1e-6). keras-hub runs under the Keras dtype policy in a plain tf.function, as
+keras-hub users train; transformers in eager PyTorch, bfloat16 by `torch.autocast("cpu")`.
+
+Nothing here imports TensorFlow, Keras or PyTorch at import time: the transformers child would otherwise carry
+TensorFlow's memory in its peak RSS. The child gets plain JSON (sizes, the transformers config, timing) and the
+batch as an .npz file, so every configuration trains on the same bytes.
+"""
+
+import json
+import platform
+import resource
+import sys
+import time
+from typing import Callable, Dict, Tuple
+
+import numpy as np
+
+PEERS = ("keras-hub", "transformers")
+PRECISIONS = ("float32", "bfloat16")
+WEIGHT_DECAY_RATE = 0.01
+ADAM_EPSILON = 1e-6
+CLIP_NORM = 1.0
+# Ours' pretraining loss adds this to the weight sum (albert_tf/training/pretraining_losses.py).
+MLM_DENOMINATOR_EPSILON = 1e-5
+LAYER_NORM_EPSILON = 1e-12
+INITIALIZER_RANGE = 0.02
+RECORD_MARKER = "PEER_RECORD "
+
+
+def _keras_hub_step(spec: dict, precision: str, batch: Dict[str, np.ndarray]) -> Tuple[Callable, dict]:
+    """keras-hub's AlbertBackbone with an MLM and a sentence-order head in plain Keras, trained by a tf.function."""
+    import keras
+    import keras_hub
+    import tensorflow as tf
+
+    keras.mixed_precision.set_global_policy("mixed_bfloat16" if precision == "bfloat16" else "float32")
+    config = spec["config"]
+    backbone = keras_hub.models.AlbertBackbone(
+        vocabulary_size=config["vocab_size"], num_layers=config["num_hidden_layers"],
+        num_heads=config["num_attention_heads"], embedding_dim=config["embedding_size"],
+        hidden_dim=config["hidden_size"], intermediate_dim=config["intermediate_size"],
+        num_groups=config["num_hidden_groups"], num_inner_repetitions=config["inner_group_num"],
+        dropout=config["hidden_dropout_prob"], max_sequence_length=config["max_position_embeddings"],
+        num_segments=config["type_vocab_size"])
+    initializer = keras.initializers.TruncatedNormal(stddev=INITIALIZER_RANGE)
+
+    class MaskedLMHead(keras.layers.Layer):
+        """Dense + GELU + LayerNorm on the gathered positions, then the tied word embeddings plus a bias."""
+
+        def __init__(self, token_embedding, **kwargs):
+            super().__init__(**kwargs)
+            self.token_embedding = token_embedding
+            # The tanh approximation, as ours' "gelu", transformers' "gelu_new" and keras-hub's encoder.
+            self.transform = keras.layers.Dense(
+                config["embedding_size"], activation=lambda x: keras.activations.gelu(x, approximate=True),
+                kernel_initializer=initializer, name="transform")
+            self.layer_norm = keras.layers.LayerNormalization(epsilon=LAYER_NORM_EPSILON, name="layer_norm")
+
+        def build(self, input_shape):
+            self.transform.build(input_shape[0])
+            self.layer_norm.build(input_shape[0][:-1] + (config["embedding_size"],))
+            self.bias = self.add_weight(shape=(config["vocab_size"],), initializer="zeros", name="bias")
+
+        def call(self, inputs):
+            sequence_output, positions = inputs
+            gathered = keras.ops.take_along_axis(sequence_output, keras.ops.expand_dims(positions, -1), axis=1)
+            hidden = self.layer_norm(self.transform(gathered))
+            # As keras-hub's own MaskedLMHead: the tied decoder's logits in the compute dtype, plus the bias.
+            logits = keras.ops.cast(self.token_embedding(hidden, reverse=True), self.compute_dtype)
+            return logits + keras.ops.cast(self.bias, self.compute_dtype)
+
+    inputs = {"token_ids": keras.Input((None,), dtype="int32", name="token_ids"),
+              "segment_ids": keras.Input((None,), dtype="int32", name="segment_ids"),
+              "padding_mask": keras.Input((None,), dtype="int32", name="padding_mask"),
+              "masked_lm_positions": keras.Input((None,), dtype="int32", name="masked_lm_positions")}
+    encoded = backbone({name: inputs[name] for name in ("token_ids", "segment_ids", "padding_mask")})
+    model = keras.Model(inputs, {
+        "mlm_logits": MaskedLMHead(backbone.token_embedding, name="mlm")(
+            (encoded["sequence_output"], inputs["masked_lm_positions"])),
+        "sop_logits": keras.layers.Dense(2, kernel_initializer=initializer, name="sop")(encoded["pooled_output"])})
+    optimizer = keras.optimizers.AdamW(learning_rate=spec["learning_rate"], weight_decay=WEIGHT_DECAY_RATE,
+                                       epsilon=ADAM_EPSILON, global_clipnorm=CLIP_NORM)
+    optimizer.exclude_from_weight_decay(var_names=["gamma", "beta", "bias"])
+    features = {"token_ids": batch["input_word_ids"], "segment_ids": batch["input_type_ids"],
+                "padding_mask": batch["input_mask"], "masked_lm_positions": batch["masked_lm_positions"]}
+    features = {name: tf.constant(value) for name, value in features.items()}
+    labels = {name: tf.constant(batch[name]) for name in ("masked_lm_ids", "masked_lm_weights",
+                                                          "next_sentence_labels")}
+
+    @tf.function
+    def train_step():
+        with tf.GradientTape() as tape:
+            outputs = model(features, training=True)
+            mlm_logits = tf.cast(outputs["mlm_logits"], tf.float32)
+            sop_logits = tf.cast(outputs["sop_logits"], tf.float32)
+            log_probs = tf.nn.log_softmax(mlm_logits, axis=-1)
+            mlm_losses = -tf.reduce_sum(log_probs * tf.one_hot(labels["masked_lm_ids"], config["vocab_size"]), -1)
+            weights = labels["masked_lm_weights"]
+            loss = (tf.reduce_sum(weights * mlm_losses) / (tf.reduce_sum(weights) + MLM_DENOMINATOR_EPSILON)
+                    + tf.reduce_mean(tf.nn.sparse_softmax_cross_entropy_with_logits(
+                        labels=labels["next_sentence_labels"], logits=sop_logits)))
+        optimizer.apply(tape.gradient(loss, model.trainable_variables), model.trainable_variables)
+        return loss, tf.shape(mlm_logits), tf.shape(sop_logits)
+
+    def run(num_steps):
+        for _ in range(num_steps):
+            loss, mlm_shape, sop_shape = train_step()
+        return float(loss.numpy()), mlm_shape.numpy().tolist(), sop_shape.numpy().tolist()
+
+    return run, {"optimizer": "keras AdamW", "mixed_precision": ("mixed_bfloat16" if precision == "bfloat16"
+                                                                  else "float32"),
+                 "jit_compile": False, "keras_hub": keras_hub.__version__, "keras": keras.__version__,
+                 "tensorflow": tf.__version__}
+
+
+def _transformers_step(spec: dict, precision: str, batch: Dict[str, np.ndarray]) -> Tuple[Callable, dict]:
+    """transformers' AlbertForPreTraining (encoder, MLM predictions, SOP classifier) in eager PyTorch."""
+    import torch
+    import transformers
+
+    model = transformers.AlbertForPreTraining(transformers.AlbertConfig(**spec["hf_config"]))
+    model.train()
+    no_decay = ("LayerNorm", "bias")
+    named = list(model.named_parameters())
+    optimizer = torch.optim.AdamW(
+        [{"params": [p for name, p in named if not any(part in name for part in no_decay)],
+          "weight_decay": WEIGHT_DECAY_RATE},
+         {"params": [p for name, p in named if any(part in name for part in no_decay)], "weight_decay": 0.0}],
+        lr=spec["learning_rate"], eps=ADAM_EPSILON)
+    tensors = {name: torch.from_numpy(value) for name, value in batch.items()}
+    hidden_size = spec["config"]["hidden_size"]
+    positions = tensors["masked_lm_positions"].long().unsqueeze(-1).expand(-1, -1, hidden_size)
+
+    def train_step():
+        optimizer.zero_grad(set_to_none=True)
+        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=precision == "bfloat16"):
+            encoded = model.albert(input_ids=tensors["input_word_ids"].long(),
+                                   attention_mask=tensors["input_mask"].long(),
+                                   token_type_ids=tensors["input_type_ids"].long())
+            mlm_logits = model.predictions(torch.gather(encoded.last_hidden_state, 1, positions)).float()
+            sop_logits = model.sop_classifier(encoded.pooler_output).float()
+        mlm_losses = torch.nn.functional.cross_entropy(
+            mlm_logits.flatten(0, 1), tensors["masked_lm_ids"].long().flatten(), reduction="none")
+        weights = tensors["masked_lm_weights"].flatten()
+        loss = ((weights * mlm_losses).sum() / (weights.sum() + MLM_DENOMINATOR_EPSILON)
+                + torch.nn.functional.cross_entropy(sop_logits, tensors["next_sentence_labels"].long()))
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), CLIP_NORM)
+        optimizer.step()
+        return loss, list(mlm_logits.shape), list(sop_logits.shape)
+
+    def run(num_steps):
+        for _ in range(num_steps):
+            loss, mlm_shape, sop_shape = train_step()
+        return float(loss.detach()), mlm_shape, sop_shape
+
+    return run, {"optimizer": "torch AdamW", "mixed_precision": ("bfloat16 autocast" if precision == "bfloat16"
+                                                                  else "float32"),
+                 "jit_compile": None, "transformers": transformers.__version__, "torch": torch.__version__,
+                 "torch_threads": torch.get_num_threads()}
+
+
+_STEPS = {"keras-hub": _keras_hub_step, "transformers": _transformers_step}
+
+
+def run_peer_step(peer: str, precision: str, spec: dict) -> dict:
+    """Builds `peer`'s model in `precision`, runs the warmup steps, then times `spec["steps"]` steps; the record.
+
+    `spec` holds "config" (our AlbertConfig's dict), "hf_config" (its transformers config), "batch_file" (an
+    .npz of random_batch's arrays), "learning_rate", "steps" and "warmup_steps". `peak_rss_mb` is the
+    process's high-water mark (imports, model, warmup and steps), as our workloads' records report it.
+    """
+    if peer not in _STEPS:
+        raise ValueError(f"Unknown peer {peer!r}; allowed: {', '.join(PEERS)}.")
+    if precision not in PRECISIONS:
+        raise ValueError(f"Unknown peer precision {precision!r}; allowed: {', '.join(PRECISIONS)}.")
+    with np.load(spec["batch_file"]) as arrays:
+        batch = {name: arrays[name] for name in arrays.files}
+    start = time.perf_counter()
+    run, details = _STEPS[peer](spec, precision, batch)
+    run(max(spec["warmup_steps"], 1))
+    warmup_seconds = time.perf_counter() - start
+    start = time.perf_counter()
+    loss, mlm_logits_shape, sop_logits_shape = run(spec["steps"])
+    elapsed = time.perf_counter() - start
+    batch_size = batch["input_word_ids"].shape[0]
+    return {"implementation": peer, "precision": precision, **details,
+            "seq_per_s": spec["steps"] * batch_size / elapsed, "warmup_seconds": warmup_seconds,
+            "loss": loss, "mlm_logits_shape": mlm_logits_shape, "sop_logits_shape": sop_logits_shape,
+            "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024 / 1e6,
+            "python": platform.python_version()}
+
+
+def main(argv):
+    """The child's entry: `python -m albert_tf.benchmarking.peer_steps PEER PRECISION SPEC_JSON`.
+
+    The spec's "extra_paths" (where `make peers` installed keras-hub) go at the end of this process's path only,
+    after site-packages, so nothing there can shadow the environment's own packages.
+    """
+    peer, precision, spec = argv
+    spec = json.loads(spec)
+    sys.path.extend(spec.get("extra_paths", []))
+    print(RECORD_MARKER + json.dumps(run_peer_step(peer, precision, spec)))
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
