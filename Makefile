@@ -3,8 +3,12 @@ VENV := .venv
 VPY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 TEST_ORACLES := $(VENV)/test-oracles
+PEERS := $(VENV)/peers
+PEERS_STAMP := $(PEERS)/.installed
+# What requirements-peers.txt pins that requirements-dev.txt has put in site-packages already.
+PEERS_IN_SITE_PACKAGES := torch transformers
 
-.PHONY: demo test test-fast install
+.PHONY: demo test test-fast install peers
 
 $(STAMP): requirements.txt requirements-dev.txt requirements-test-oracles.txt
 	test -x $(VPY) || $(PYTHON) -m venv $(VENV)
@@ -17,10 +21,19 @@ $(STAMP): requirements.txt requirements-dev.txt requirements-test-oracles.txt
 
 install: $(STAMP)
 
+# The benchmark's peers (requirements-peers.txt) beside the environment, not in it: see that file.
+$(PEERS_STAMP): $(STAMP) requirements-peers.txt
+	grep -v -e '^#' $(foreach name,$(PEERS_IN_SITE_PACKAGES),-e '^$(name)==') requirements-peers.txt \
+		> $(VENV)/requirements-peers-target.txt
+	$(VPY) -m pip install --quiet --upgrade --no-deps --target $(PEERS) -r $(VENV)/requirements-peers-target.txt
+	touch $(PEERS_STAMP)
+
+peers: $(PEERS_STAMP)
+
 demo: $(STAMP)
 	$(VPY) -m run_scripts.quickstart --output_dir=demo_output
 
-test: $(STAMP)
+test: $(STAMP) $(PEERS_STAMP)
 	$(VPY) -m pytest -q tests
 
 test-fast: $(STAMP)

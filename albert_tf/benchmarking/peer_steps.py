@@ -173,8 +173,9 @@ def run_peer_step(peer: str, precision: str, spec: dict) -> dict:
     """Builds `peer`'s model in `precision`, runs the warmup steps, then times `spec["steps"]` steps; the record.
 
     `spec` holds "config" (our AlbertConfig's dict), "hf_config" (its transformers config), "batch_file" (an
-    .npz of random_batch's arrays), "learning_rate", "steps" and "warmup_steps". `peak_rss_mb` is the
-    process's high-water mark (imports, model, warmup and steps), as our workloads' records report it.
+    .npz of random_batch's arrays), "learning_rate", "steps" and "warmup_steps" (at least one is run).
+    `first_loss` is the first step's loss, `loss` the last timed one's; `peak_rss_mb` is the process's
+    high-water mark (imports, model, warmup and steps), as our workloads' records report it.
     """
     if peer not in _STEPS:
         raise ValueError(f"Unknown peer {peer!r}; allowed: {', '.join(PEERS)}.")
@@ -184,7 +185,9 @@ def run_peer_step(peer: str, precision: str, spec: dict) -> dict:
         batch = {name: arrays[name] for name in arrays.files}
     start = time.perf_counter()
     run, details = _STEPS[peer](spec, precision, batch)
-    run(max(spec["warmup_steps"], 1))
+    first_loss = run(1)[0]
+    if spec["warmup_steps"] > 1:
+        run(spec["warmup_steps"] - 1)
     warmup_seconds = time.perf_counter() - start
     start = time.perf_counter()
     loss, mlm_logits_shape, sop_logits_shape = run(spec["steps"])
@@ -192,7 +195,7 @@ def run_peer_step(peer: str, precision: str, spec: dict) -> dict:
     batch_size = batch["input_word_ids"].shape[0]
     return {"implementation": peer, "precision": precision, **details,
             "seq_per_s": spec["steps"] * batch_size / elapsed, "warmup_seconds": warmup_seconds,
-            "loss": loss, "mlm_logits_shape": mlm_logits_shape, "sop_logits_shape": sop_logits_shape,
+            "first_loss": first_loss, "loss": loss, "mlm_logits_shape": mlm_logits_shape, "sop_logits_shape": sop_logits_shape,
             "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024 / 1e6,
             "python": platform.python_version()}
 

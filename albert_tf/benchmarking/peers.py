@@ -91,14 +91,28 @@ def configurations(peers: Sequence[str], precisions: Sequence[str] = PRECISIONS)
             for implementation in (OURS, *parse_peers(peers))]
 
 
-def _run_ours(configuration: Configuration, settings: BenchmarkSettings, timeout_seconds) -> dict:
+def peer_spec(settings: BenchmarkSettings, batch_file: str) -> dict:
+    """What a peer's child process needs (peer_steps.run_peer_step): sizes, timing, the batch's file."""
+    config = settings.albert_config()
+    # The SOP head's dropout is the config's, as in our pretrainer (transformers' own default is 0.1).
+    hf_config = hf_config_from_albert(config, ["AlbertForPreTraining"],
+                                      classifier_dropout_prob=config.hidden_dropout_prob)
+    return {"config": config.to_dict(), "hf_config": hf_config, "batch_file": batch_file,
+            "learning_rate": LEARNING_RATE, "steps": settings.steps, "warmup_steps": settings.warmup_steps,
+            "extra_paths": [PEER_PACKAGES]}
+
+
+def run_ours(configuration: Configuration, settings: BenchmarkSettings, timeout_seconds: Optional[float] = None
+             ) -> dict:
+    """Our `pretrain_step` workload in `configuration`'s precision with AdamW, one repeat in its own process."""
     mixed_precision = "mixed_bfloat16" if configuration.precision == "bfloat16" else "float32"
     record = run_in_subprocess("pretrain_step", dataclasses.replace(
         settings, mixed_precision=mixed_precision, optimizer="adamw", repeats=1), timeout_seconds=timeout_seconds)
     return dict(record, seq_per_s=record["seq_per_s_median"], optimizer="albert-tf AdamW (original's)")
 
 
-def _run_peer(configuration: Configuration, spec: dict, timeout_seconds) -> dict:
+def run_peer(configuration: Configuration, spec: dict, timeout_seconds: Optional[float] = None) -> dict:
+    """`configuration`'s peer step (peer_steps.run_peer_step) in a Python process of its own; its record."""
     return run_python_child(
         ["-m", "albert_tf.benchmarking.peer_steps", configuration.implementation, configuration.precision,
          json.dumps(spec)], RECORD_MARKER, f"The peer comparison's {configuration.label} step failed in its "
@@ -106,8 +120,8 @@ def _run_peer(configuration: Configuration, spec: dict, timeout_seconds) -> dict
 
 
 def compare_peers(peers: Sequence[str], settings: BenchmarkSettings, precisions: Sequence[str] = PRECISIONS,
-                  timeout_seconds: Optional[float] = None, run_ours: Callable[..., dict] = _run_ours,
-                  run_peer: Callable[..., dict] = _run_peer) -> List[dict]:
+                  timeout_seconds: Optional[float] = None, run_ours: Callable[..., dict] = run_ours,
+                  run_peer: Callable[..., dict] = run_peer) -> List[dict]:
     """Runs every configuration `settings.repeats` times, interleaved, each in its own process; one record each.
 
     Ours runs with `settings` (its jit_compile included) and AdamW; `settings.warmup_steps` and `steps` are every
@@ -130,10 +144,7 @@ def compare_peers(peers: Sequence[str], settings: BenchmarkSettings, precisions:
         batch_file = os.path.join(directory, "batch.npz")
         np.savez(batch_file, **random_batch("pretrain_step", config, settings.batch_size, settings.seq_length,
                                             settings.max_predictions_per_seq))
-        spec = {"config": config.to_dict(), "batch_file": batch_file, "learning_rate": LEARNING_RATE,
-                "steps": settings.steps, "warmup_steps": settings.warmup_steps, "extra_paths": [PEER_PACKAGES],
-                "hf_config": hf_config_from_albert(config, ["AlbertForPreTraining"],
-                                                   classifier_dropout_prob=config.hidden_dropout_prob)}
+        spec = peer_spec(settings, batch_file)
         for _ in range(settings.repeats):
             for row in rows:
                 if row.implementation == OURS:
