@@ -84,6 +84,9 @@ def test_without_keras_hub_the_ratios_are_against_our_float32_step(monkeypatch):
 def test_comparison_refuses_a_sharing_the_peers_cannot_build():
     with pytest.raises(ValueError, match="share_type='attention'"):
         peers.compare_peers(["keras-hub"], _settings(config=AlbertConfig(**TINY, share_type="attention").to_dict()))
+    uneven_groups = AlbertConfig(**dict(TINY, num_hidden_layers=3, num_hidden_groups=2))
+    with pytest.raises(ValueError, match="num_hidden_layers=3, num_hidden_groups=2"):
+        peers.compare_peers(["transformers"], _settings(config=uneven_groups.to_dict()))
 
 
 def test_missing_peer_packages_are_named_with_the_make_target(monkeypatch, tmp_path):
