@@ -17,6 +17,7 @@ from absl import app, flags
 from albert_tf.tasks.quickstart import QuickstartOptions, run_quickstart, summary_text
 from albert_tf.training import host_allocator
 from run_scripts import entry
+from run_scripts.training_flags import define_jit_compile_flag
 
 FLAGS = flags.FLAGS
 flags.DEFINE_string("output_dir", "demo_output", "Everything the demo writes goes under this directory.")
@@ -32,7 +33,7 @@ flags.DEFINE_integer("train_batch_size", 32, "Global training batch size.")
 flags.DEFINE_float("learning_rate", 0.01, "Peak LAMB learning rate.")
 flags.DEFINE_integer("num_workers", 2, "Processes writing the pretraining shards.")
 flags.DEFINE_enum("mixed_precision", "float32", ["float32", "mixed_bfloat16"], "Dtype policy.")
-flags.DEFINE_bool("jit_compile", True, "Compile the training step with XLA.")
+define_jit_compile_flag()
 flags.DEFINE_integer("seed", QuickstartOptions.seed, "Seed of the model's initialization and dropout (the "
                      "pretraining data stay the same).")
 

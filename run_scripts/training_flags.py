@@ -9,11 +9,41 @@ from typing import Union
 from absl import flags
 
 from albert_tf.layers.recomputation import recompute_setting
+from albert_tf.training.compile_choice import AUTO, parse_jit_compile
 from albert_tf.training.distribution import STRATEGY_NAMES
 from albert_tf.training.settings import MIXED_PRECISION_POLICIES
 
 # The flags belong to the script that defines them (its --help lists them), not to this module.
 flags.disclaim_key_flags()
+
+
+class JitCompileParser(flags.ArgumentParser):
+    """--jit_compile's values: auto, or a boolean as absl spells it (true/false, 1/0) or as yes/no."""
+
+    def parse(self, argument):
+        return parse_jit_compile(argument, source="--jit_compile")
+
+    def flag_type(self):
+        return "auto|bool"
+
+
+def define_jit_compile_flag(flag_values: flags.FlagValues = flags.FLAGS) -> None:
+    """--jit_compile=auto (the default), true or false; --jit_compile and --nojit_compile force a path.
+
+    Example:
+    >>> flag_values = flags.FlagValues()
+    >>> define_jit_compile_flag(flag_values)
+    >>> [flag_values(["script", flag]).jit_compile for flag in ("--nojit_compile", "--jit_compile=auto")]
+    [False, 'auto']
+    """
+    # A boolean flag (`boolean=True`) takes --jit_compile and --nojit_compile without a value, as before.
+    flags.DEFINE_flag(flags.Flag(
+        JitCompileParser(), flags.ArgumentSerializer(), "jit_compile", AUTO,
+        "How the model's steps (training, evaluation, prediction) are computed: auto takes the faster of XLA "
+        "and TensorFlow's own kernels for the device, the precision and the model (a rule where one is certain, "
+        "else a few timed steps of each on the first batch, cached in $ALBERT_TF_CACHE_DIR or "
+        "~/.cache/albert_tf); true (--jit_compile) compiles with XLA; false (--nojit_compile) runs "
+        "TensorFlow's kernels.", boolean=True), flag_values=flag_values)
 
 
 def define_compute_flags(flag_values: flags.FlagValues = flags.FLAGS) -> None:
@@ -24,10 +54,9 @@ def define_compute_flags(flag_values: flags.FlagValues = flags.FLAGS) -> None:
     >>> define_compute_flags(flag_values)
     >>> _ = flag_values(["script", "--num_recomputed_blocks=8"])
     >>> flag_values.jit_compile, recompute_blocks_from_flags(flag_values)
-    (True, 8)
+    ('auto', 8)
     """
-    flags.DEFINE_bool("jit_compile", True, "Compile the model's steps (training, evaluation, prediction) with "
-                      "XLA (--nojit_compile: TensorFlow's own kernels).", flag_values=flag_values)
+    define_jit_compile_flag(flag_values)
     flags.DEFINE_enum("mixed_precision", "float32", MIXED_PRECISION_POLICIES, "Keras dtype policy.",
                       flag_values=flag_values)
     flags.DEFINE_integer("steps_per_loop", 1, "Training steps per tf.function call (use more on TPUs).",

@@ -1,7 +1,8 @@
-"""Shared pytest setup: the test oracles on the path, quiet TensorFlow logs, a fixed Keras dtype policy per test,
-and the SentencePiece model and tokenizer that the tests share."""
+"""Shared pytest setup: the test oracles on the path, quiet TensorFlow logs, a fresh jit_compile choice cache, a
+fixed Keras dtype policy per test, and the SentencePiece model and tokenizer that the tests share."""
 import os
 import sys
+import tempfile
 
 # scipy and scikit-learn live outside site-packages (see requirements-test-oracles.txt), so that only this
 # process imports them, not the training processes that tests start.
@@ -15,6 +16,10 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 if "--xla_backend_optimization_level" not in os.environ.get("XLA_FLAGS", ""):
     os.environ["XLA_FLAGS"] = " ".join(filter(None, [os.environ.get("XLA_FLAGS"),
                                                      "--xla_backend_optimization_level=0"]))
+
+# jit_compile="auto" caches its measured choices: the tests and the runs they start share one fresh cache,
+# never the user's (~/.cache/albert_tf).
+os.environ["ALBERT_TF_CACHE_DIR"] = tempfile.mkdtemp(prefix="albert_tf_test_cache_")
 
 import keras
 import pytest

@@ -35,6 +35,7 @@ from albert_tf.benchmarking.probes import (checkpoint_bytes, cpu_model, device_d
                                            measure_matmul_peaks, parameter_bytes, peak_device_memory_bytes,
                                            peak_rss_bytes, reset_rss_high_water_mark, rss_high_water_mark_bytes)
 from albert_tf.config import AlbertConfig
+from albert_tf.training import compile_choice
 from albert_tf.training.bfloat16_support import cpu_bfloat16_units, xla_bfloat16_dot_dtype
 from albert_tf.training.host_allocator import cpu_allocator
 
@@ -52,6 +53,8 @@ class BenchmarkSettings:
 
     `config` is an AlbertConfig's dict (so settings travel to a child process as JSON); `model_name` labels
     the records (a preset name or a config file). `steps_per_loop` is the Trainer's: steps per tf.function call.
+    `jit_compile` is the Trainer's too: "auto" (the training scripts' default), True or False; `encode`, which
+    has no training step to measure, takes auto's evaluation path (the rule's, else XLA).
     `recompute_blocks` trains with block recomputation; the FLOPs counted stay the model's own (3x the forward),
     so the recomputed forward pass shows as a lower % of peak. `optimizer` is pretrain_step's ("lamb" as
     run_pretraining, or "adamw", the peer comparison's); finetune_step always uses AdamW, as run_glue.
@@ -69,7 +72,7 @@ class BenchmarkSettings:
     seq_length: int = 128
     max_predictions_per_seq: int = 20
     mixed_precision: str = "float32"
-    jit_compile: bool = True
+    jit_compile: Union[bool, str] = "auto"
     steps: int = 10
     warmup_steps: int = 2
     repeats: int = 3
@@ -78,6 +81,7 @@ class BenchmarkSettings:
     optimizer: str = "lamb"
 
     def __post_init__(self):
+        self.jit_compile = compile_choice.parse_jit_compile(self.jit_compile, source="Benchmark setting jit_compile")
         for name in ("batch_size", "seq_length", "max_predictions_per_seq", "steps", "repeats", "steps_per_loop"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
@@ -188,7 +192,7 @@ def _finetune_step(settings: BenchmarkSettings, output_dir: str):
 
 
 def _training_steps_function(workload: str, settings: BenchmarkSettings, output_dir: str):
-    """(model, run(num_steps)): the Trainer's training function over an in-memory batch."""
+    """(model, run(num_steps), jit_compile choice): the Trainer's training function over an in-memory batch."""
     build = _pretrain_step if workload == "pretrain_step" else _finetune_step
     model, trainer = build(settings, output_dir)
     batch = random_batch(workload, settings.albert_config(), settings.batch_size, settings.seq_length,
@@ -199,7 +203,7 @@ def _training_steps_function(workload: str, settings: BenchmarkSettings, output_
         for done in range(0, num_steps, settings.steps_per_loop):
             train_steps(min(settings.steps_per_loop, num_steps - done))
 
-    return model, run
+    return model, run, trainer.jit_compile_choice
 
 
 def _encode_function(settings: BenchmarkSettings):
@@ -208,13 +212,19 @@ def _encode_function(settings: BenchmarkSettings):
     from albert_tf.training.settings import set_mixed_precision
 
     set_mixed_precision(settings.mixed_precision)
-    with get_strategy("one_device").scope():
+    strategy = get_strategy("one_device")
+    with strategy.scope():
         model = AlbertEncoder(settings.albert_config())
+    if settings.jit_compile == compile_choice.AUTO:
+        choice = compile_choice.inference_choice(compile_choice.describe_device(strategy),
+                                                 model.dtype_policy.compute_dtype)
+    else:
+        choice = compile_choice.forced_choice(settings.jit_compile)
     batch = random_batch("encode", settings.albert_config(), settings.batch_size, settings.seq_length,
                          settings.max_predictions_per_seq)
     inputs = {name: tf.constant(value) for name, value in batch.items()}
 
-    @tf.function(jit_compile=settings.jit_compile)
+    @tf.function(jit_compile=choice.jit_compile)
     def encode(inputs):
         return tf.reduce_sum(tf.cast(model(inputs, training=False)["sequence_output"], tf.float32))
 
@@ -224,7 +234,7 @@ def _encode_function(settings: BenchmarkSettings):
             total = encode(inputs)
         total.numpy()
 
-    return model, run
+    return model, run, choice
 
 
 # The optimizer each model workload trains with where the settings do not choose it (None: no training).
@@ -248,9 +258,9 @@ def run_model_workload(workload: str, settings: BenchmarkSettings) -> dict:
     with tempfile.TemporaryDirectory() as output_dir:
         start = time.perf_counter()
         if workload == "encode":
-            model, run = _encode_function(settings)
+            model, run, choice = _encode_function(settings)
         else:
-            model, run = _training_steps_function(workload, settings, output_dir)
+            model, run, choice = _training_steps_function(workload, settings, output_dir)
         run(max(settings.warmup_steps, 1))
         warmup_seconds = time.perf_counter() - start
 
@@ -279,7 +289,9 @@ def run_model_workload(workload: str, settings: BenchmarkSettings) -> dict:
         return {
             "workload": workload, "preset": settings.model_name, "batch_size": settings.batch_size,
             "seq_length": settings.seq_length, "mixed_precision": settings.mixed_precision,
-            "jit_compile": settings.jit_compile, "steps": settings.steps, "repeats": settings.repeats,
+            "jit_compile": choice.jit_compile, "jit_compile_setting": settings.jit_compile,
+            "jit_compile_choice": choice.describe(), "jit_compile_steps_per_second": choice.steps_per_second,
+            "steps": settings.steps, "repeats": settings.repeats,
             "warmup_steps": settings.warmup_steps, "steps_per_loop": settings.steps_per_loop,
             "recompute_blocks": settings.recompute_blocks, "optimizer": _OPTIMIZERS.get(workload, settings.optimizer),
             "seq_per_s_median": rates["median"], "seq_per_s_min": rates["min"], "seq_per_s_max": rates["max"],

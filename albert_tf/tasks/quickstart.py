@@ -18,7 +18,7 @@ import dataclasses
 import json
 import os
 import time
-from typing import Dict, Optional
+from typing import Dict, Optional, Union
 
 from absl import logging
 
@@ -61,7 +61,7 @@ class QuickstartOptions:
     learning_rate: float = 0.01
     num_workers: int = 2
     mixed_precision: str = "float32"
-    jit_compile: bool = True
+    jit_compile: Union[bool, str] = "auto"
     seed: int = PretrainingOptions.seed
 
 

@@ -41,7 +41,7 @@ class TrainingSettings:
     strategy: str = "one_device"
     tpu: Optional[str] = None
     steps_per_loop: int = 1
-    jit_compile: bool = True
+    jit_compile: Union[bool, str] = "auto"
     recompute_blocks: Union[bool, int] = False
     mixed_precision: str = "float32"
     seed: int = 12345

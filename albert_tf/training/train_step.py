@@ -6,6 +6,8 @@ norm `clip_norm` (the original's `tf.clip_by_global_norm(grads, 1.0)`) and appli
 `update_step` to every variable that has a gradient. The optimizer's `iterations` is the step counter.
 """
 
+import functools
+
 import keras
 import numpy as np
 import tensorflow as tf
@@ -54,11 +56,13 @@ class TrainStep:
     """One optimizer step of `loss_fn` on every replica of `strategy`, and the loop that takes several.
 
     `optimizer` comes from `prepare_optimizer`; a LossScaleOptimizer scales the loss, unscales the
-    gradients and skips (and halves its scale on) a step whose gradients are not finite. With
-    `jit_compile`, XLA compiles each replica's gradients and, under OneDeviceStrategy, the update too.
+    gradients and skips (and halves its scale on) a step whose gradients are not finite. A loop function
+    is built for a path, `jit_compile` or not: with it, XLA compiles each replica's gradients and, under
+    OneDeviceStrategy, the update too. Each path is traced once and shared by its loop functions, so the
+    steps `jit_compile="auto"` times are compiled for the training that follows.
     """
 
-    def __init__(self, strategy, model, optimizer, loss_fn, *, accumulation_steps, clip_norm, jit_compile):
+    def __init__(self, strategy, model, optimizer, loss_fn, *, accumulation_steps, clip_norm):
         self._strategy = strategy
         self._model = model
         self._loss_fn = loss_fn
@@ -66,20 +70,16 @@ class TrainStep:
         self._loss_scale_optimizer = optimizer if isinstance(optimizer, keras.optimizers.LossScaleOptimizer) else None
         self._accumulation_steps = accumulation_steps
         self._clip_norm = clip_norm
-        self._gradient_fn = compiled(self._replica_gradients, jit_compile)
-        # One device holds every variable, so XLA can fuse the whole update. It holds 220 MB less than the
-        # per-op update at ALBERT-base on CPU, at the same speed (BUILD_NOTES.md, "Speed and memory"). Other
-        # strategies update each variable's copies through their own cross-device machinery.
-        self._compile_update = jit_compile and isinstance(strategy, tf.distribute.OneDeviceStrategy)
+        self._train_loops = {}
         self._trained_variables = None
 
-    def loop_function(self, iterator, element_spec):
+    def loop_function(self, iterator, element_spec, jit_compile):
         """`train_steps(num_steps, last_checkpoint=None) -> results`: up to `num_steps` steps on the batches of
         the distributed `iterator` in one tf.function call, as `Trainer.make_train_function` describes.
 
         `element_spec` is one replica's (micro-)batch, which traces the structure of loss_fn's metrics.
         """
-        train_loop = tf.function(self._train_loop, autograph=False)
+        train_loop = self._train_loop_function(jit_compile)
         loop_inputs = (iterator, self._trace_metric_structure(element_spec))
         compiled_once = False
 
@@ -95,6 +95,32 @@ class TrainStep:
             return results
 
         return train_steps
+
+    def trial_function(self, iterator, element_spec, jit_compile):
+        """`run(num_steps)`: `num_steps` steps of the `jit_compile` path on `iterator`, as loop_function's,
+        without checking the loss: a trial on repeated batches, whose state the caller restores."""
+        train_loop = self._train_loop_function(jit_compile)
+        zero_metrics = self._trace_metric_structure(element_spec)
+
+        def run(num_steps):
+            int(train_loop(iterator, tf.constant(num_steps), zero_metrics)[0])  # waits for the steps
+
+        return run
+
+    def forget_path(self, jit_compile):
+        """Drops the `jit_compile` path's traced (and compiled) functions, once the other path was chosen."""
+        self._train_loops.pop(jit_compile, None)
+
+    def _train_loop_function(self, jit_compile):
+        if jit_compile not in self._train_loops:
+            gradient_fn = compiled(self._replica_gradients, jit_compile)
+            # One device holds every variable, so XLA can fuse the whole update. It holds 220 MB less than the
+            # per-op update at ALBERT-base on CPU, at the same speed (BUILD_NOTES.md, "Speed and memory").
+            # Other strategies update each variable's copies through their own cross-device machinery.
+            compile_update = jit_compile and isinstance(self._strategy, tf.distribute.OneDeviceStrategy)
+            train_loop = functools.partial(self._train_loop, gradient_fn=gradient_fn, compile_update=compile_update)
+            self._train_loops[jit_compile] = tf.function(train_loop, autograph=False)
+        return self._train_loops[jit_compile]
 
     # ---- the loop -----------------------------------------------------------------------------------
 
@@ -118,15 +144,17 @@ class TrainStep:
                 **{name: float(value) / steps_done for name, value in metric_sums.items()},
                 "learning_rate": float(learning_rate)}
 
-    def _train_loop(self, iterator, num_steps, zero_metrics):
+    def _train_loop(self, iterator, num_steps, zero_metrics, *, gradient_fn, compile_update):
         """Up to `num_steps` steps in one tf.function; stops early after a step with a non-finite loss."""
+        replica_train_step = functools.partial(self._replica_train_step, gradient_fn=gradient_fn,
+                                               compile_update=compile_update)
 
         def keep_going(steps_done, loss_sum, metric_sums, learning_rate, last_loss):
             return tf.logical_and(steps_done < num_steps, tf.math.is_finite(last_loss))
 
         def step(steps_done, loss_sum, metric_sums, learning_rate, last_loss):
             learning_rate = tf.cast(self._optimizer.learning_rate, tf.float32)
-            loss, metrics = self._strategy.run(self._replica_train_step, args=(next(iterator),))
+            loss, metrics = self._strategy.run(replica_train_step, args=(next(iterator),))
             # Every replica holds the same all-reduced values: read them from the first, without communication.
             last_loss = self._strategy.experimental_local_results(loss)[0]
             metric_sums = {name: metric_sums[name] + self._strategy.experimental_local_results(metrics[name])[0]
@@ -144,8 +172,8 @@ class TrainStep:
 
     # ---- one step -----------------------------------------------------------------------------------
 
-    def _replica_train_step(self, batch):
-        grads, loss, metrics = self._gradient_fn(batch)
+    def _replica_train_step(self, batch, *, gradient_fn, compile_update):
+        grads, loss, metrics = gradient_fn(batch)
         context = tf.distribute.get_replica_context()
         grads, loss, metrics = context.all_reduce(tf.distribute.ReduceOp.SUM, (grads, loss, metrics))
         finite = None
@@ -154,7 +182,7 @@ class TrainStep:
             grads = [grad / scale for grad in grads]
             finite = tf.reduce_all([tf.reduce_all(tf.math.is_finite(grad)) for grad in grads])
         grads, _ = tf.clip_by_global_norm(grads, self._clip_norm)
-        context.merge_call(self._apply_gradients, args=(grads, finite))
+        context.merge_call(self._apply_gradients, args=(grads, finite), kwargs={"compile_update": compile_update})
         return loss, metrics
 
     def _replica_gradients(self, batch):
@@ -194,7 +222,7 @@ class TrainStep:
         grads = [tf.convert_to_tensor(grad) for grad in grads if grad is not None]
         return grads, loss * weight, {name: value * weight for name, value in metrics.items()}
 
-    def _apply_gradients(self, strategy, grads, finite):
+    def _apply_gradients(self, strategy, grads, finite, *, compile_update):
         """Cross-replica: one update per variable with the already reduced gradients, then step + 1."""
         optimizer = self._optimizer
         learning_rate = optimizer.learning_rate
@@ -214,7 +242,7 @@ class TrainStep:
                         lambda: _update_and_grow_scale(update, self._loss_scale_optimizer),
                         lambda: _shrink_scale(self._loss_scale_optimizer))
 
-        if self._compile_update:
+        if compile_update:
             tf.function(apply, jit_compile=True, autograph=False)()
         else:
             apply()

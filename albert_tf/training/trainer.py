@@ -4,15 +4,17 @@ Keras 3 `model.fit` breaks under MultiWorkerMirroredStrategy, so training runs a
 takes `steps_per_loop` steps over a distributed iterator (what TPUs need), each step `strategy.run`
 on every replica (albert_tf.training.train_step). Checkpoints resume the step counter with the optimizer
 slots, the schedule and the data position (albert_tf.training.checkpointing); summaries and the progress
-log are albert_tf.training.summaries.
+log are albert_tf.training.summaries. `jit_compile="auto"` takes the faster of XLA and TensorFlow's own
+kernels (albert_tf.training.compile_choice).
 """
 
 import numpy as np
 import tensorflow as tf
 from absl import logging
 
-from albert_tf.training import bfloat16_support
+from albert_tf.training import bfloat16_support, compile_choice
 from albert_tf.training.checkpointing import SigtermFlag, TrainingCheckpoints, TrainingPreempted
+from albert_tf.training.host_allocator import release_free_heap, releasing_free_heap
 from albert_tf.training.summaries import ProgressLog, summary_writer
 from albert_tf.training.train_step import TrainStep, compiled, inner_optimizer, prepare_optimizer
 
@@ -23,8 +25,13 @@ class Trainer:
     Create the model and optimizer under `strategy.scope()` and build the model (call it once) before
     creating the Trainer. Call `set_mixed_precision` before building the model; a float16 model gets
     dynamic loss scaling (its optimizer is wrapped in `keras.optimizers.LossScaleOptimizer`). With
-    `jit_compile`, XLA compiles each replica's gradients, evaluation metrics and predictions and, under
-    OneDeviceStrategy, the update too.
+    `jit_compile=True`, XLA compiles each replica's gradients, evaluation metrics and predictions and, under
+    OneDeviceStrategy, the update too; False runs TensorFlow's own kernels. "auto" takes the faster path
+    for the device, the precision and the model when training starts (a rule, a cached choice or a
+    measurement, see albert_tf.training.compile_choice), and evaluation and prediction follow it; before
+    any training they take the rule's path, else XLA. A measurement restores the weights, optimizer slots,
+    step counter and dropout seeds it stepped, and reads its own copy of the data, so training continues
+    exactly as on the chosen path.
 
     The callbacks:
     - `loss_fn(model, batch) -> (loss, metrics)`: the float32 scalar mean loss of this replica's batch and a
@@ -87,18 +94,22 @@ class Trainer:
         self._save_checkpoints_steps = save_checkpoints_steps
         self._log_every_steps = log_every_steps
         self._summary_dir = summary_dir
-        self._jit_compile = jit_compile
+        self._jit_compile = compile_choice.parse_jit_compile(jit_compile, source="Trainer jit_compile")
+        self._jit_choice = (None if self._jit_compile == compile_choice.AUTO
+                            else compile_choice.forced_choice(self._jit_compile))
+        self._inference_choice = None
+        self._inference_functions_jit_compile = None
+        self._loss_fn = loss_fn
         self._predict_functions = {}
         self._evaluate_functions = {}
         self.optimizer = None if optimizer is None else prepare_optimizer(strategy, model, optimizer)
         self._train_step = None
         if self.optimizer is not None and loss_fn is not None:
             self._train_step = TrainStep(strategy, model, self.optimizer, loss_fn,
-                                         accumulation_steps=gradient_accumulation_steps, clip_norm=clip_norm,
-                                         jit_compile=jit_compile)
+                                         accumulation_steps=gradient_accumulation_steps, clip_norm=clip_norm)
         self._checkpoints = TrainingCheckpoints(strategy, model, self.optimizer, model_dir, keep_checkpoint_max)
         self.checkpoint = self._checkpoints.checkpoint
-        if jit_compile and model.dtype_policy.compute_dtype == "bfloat16":
+        if self._jit_compile is True and model.dtype_policy.compute_dtype == "bfloat16":
             _warn_if_xla_leaves_bfloat16_units_idle(strategy)
 
     # ---- checkpoints --------------------------------------------------------------------------------
@@ -110,6 +121,12 @@ class Trainer:
             raise ValueError("This Trainer has no optimizer, so no step counter; create it with the optimizer "
                              "to read the step of a restored training checkpoint.")
         return int(inner_optimizer(self.optimizer).iterations.numpy())
+
+    @property
+    def jit_compile_choice(self):
+        """The training path and how it was decided (a compile_choice.JitCompileChoice); None while
+        `jit_compile="auto"` has not chosen yet (it chooses when training starts)."""
+        return self._jit_choice
 
     def restore(self, checkpoint_path=None):
         """Restores `checkpoint_path` (default: the latest in model_dir); returns the path, or None if none.
@@ -183,14 +200,92 @@ class Trainer:
                              "created without.")
         dataset, element_spec = _distribute(self.strategy, dataset_fn, global_batch_size, skip_steps=skip_steps,
                                             micro_batches=self._accumulation_steps)
-        return self._train_step.loop_function(iter(dataset), element_spec)
+        if self._jit_choice is None:
+            self._jit_choice = self._choose_jit_compile(dataset_fn, global_batch_size, skip_steps, element_spec)
+            logging.info("jit_compile=auto trains with %s.", self._jit_choice.describe())
+        return self._train_step.loop_function(iter(dataset), element_spec, self._jit_choice.jit_compile)
+
+    # ---- jit_compile="auto" -------------------------------------------------------------------------
+
+    def _choose_jit_compile(self, dataset_fn, global_batch_size, skip_steps, element_spec):
+        """The rule's path, else the cached one, else the faster path measured on the first batch (cached)."""
+        device = compile_choice.describe_device(self.strategy)
+        choice = compile_choice.rule_choice(device, self.model.dtype_policy.compute_dtype)
+        if choice is not None:
+            return choice
+        key = compile_choice.cache_key(
+            device, self.model.dtype_policy.name, compile_choice.model_fingerprint(self.model, self._loss_fn),
+            compile_choice.batch_signature(element_spec), replicas=self.strategy.num_replicas_in_sync,
+            accumulation_steps=self._accumulation_steps, strategy=type(self.strategy).__name__)
+        cache = compile_choice.ChoiceCache()
+        cached = cache.lookup(key)
+        # Every worker must take the same path: a cached choice counts only where all workers hold it.
+        held = self._mean_over_workers([float(cached is not None and cached.jit_compile),
+                                        float(cached is not None and not cached.jit_compile)])
+        if cached is not None and held[int(not cached.jit_compile)] == 1.0:
+            return cached
+        choice = compile_choice.measured_choice(
+            self._measure_paths(dataset_fn, global_batch_size, skip_steps, element_spec))
+        cache.store(key, choice)
+        return choice
+
+    def _measure_paths(self, dataset_fn, global_batch_size, skip_steps, element_spec):
+        """Steps/s of each path, timed on the first batch repeated; the training state is restored after."""
+
+        def first_batch_dataset_fn(input_context, batch_size, skip_batches):
+            return dataset_fn(input_context, batch_size, skip_batches).take(1).repeat()
+
+        trial_dataset, _ = _distribute(self.strategy, first_batch_dataset_fn, global_batch_size,
+                                       skip_steps=skip_steps, micro_batches=self._accumulation_steps)
+        iterator = iter(trial_dataset)
+        trials = {path: self._train_step.trial_function(iterator, element_spec, path) for path in (True, False)}
+        restore = compile_choice.snapshot_variables(list(self.model.variables) + list(self.optimizer.variables))
+        try:
+            with releasing_free_heap():
+                rates = compile_choice.measure_paths(lambda path, num_steps: trials[path](num_steps),
+                                                     combine=self._mean_over_workers)
+        finally:
+            restore()
+        slower = rates[True] < rates[False]
+        trials.clear()
+        self._train_step.forget_path(slower)
+        release_free_heap()
+        return rates
+
+    def _mean_over_workers(self, values):
+        """`values` averaged over the workers of a MultiWorkerMirroredStrategy; as they are elsewhere."""
+        if not isinstance(self.strategy, tf.distribute.MultiWorkerMirroredStrategy):
+            return values
+
+        @tf.function
+        def mean(local_values):
+            per_replica = self.strategy.run(tf.identity, args=(local_values,))
+            return self.strategy.reduce(tf.distribute.ReduceOp.MEAN, per_replica, axis=None)
+
+        return [float(value) for value in mean(tf.constant(values, tf.float32)).numpy()]
+
+    def _inference_jit_compile(self):
+        """The path of evaluation and prediction: training's, else the rule's (XLA where there is none)."""
+        choice = self._jit_choice
+        if choice is None:
+            if self._inference_choice is None:
+                self._inference_choice = compile_choice.inference_choice(
+                    compile_choice.describe_device(self.strategy), self.model.dtype_policy.compute_dtype)
+                logging.info("jit_compile=auto evaluates and predicts with %s.", self._inference_choice.describe())
+            choice = self._inference_choice
+        if choice.jit_compile != self._inference_functions_jit_compile:
+            self._evaluate_functions.clear()
+            self._predict_functions.clear()
+            self._inference_functions_jit_compile = choice.jit_compile
+        return choice.jit_compile
 
     # ---- evaluation and prediction ------------------------------------------------------------------
 
     def evaluate(self, dataset_fn, metrics_fn, global_batch_size, max_steps=None):
         """Runs metrics_fn over a finite dataset (at most max_steps global batches); returns {name: ratio}."""
+        jit_compile = self._inference_jit_compile()
         if metrics_fn not in self._evaluate_functions:
-            replica_metrics = compiled(lambda replica_batch: metrics_fn(self.model, replica_batch), self._jit_compile)
+            replica_metrics = compiled(lambda replica_batch: metrics_fn(self.model, replica_batch), jit_compile)
 
             def evaluate_step(batch):
                 sums = self.strategy.run(replica_metrics, args=(batch,))
@@ -222,8 +317,9 @@ class Trainer:
         Outputs are gathered from every replica (and worker) in replica order, which is the dataset's
         order for a single input pipeline; with several workers, carry an example id to reorder.
         """
+        jit_compile = self._inference_jit_compile()
         if predict_fn not in self._predict_functions:
-            replica_predict = compiled(lambda replica_batch: predict_fn(self.model, replica_batch), self._jit_compile)
+            replica_predict = compiled(lambda replica_batch: predict_fn(self.model, replica_batch), jit_compile)
 
             def predict_step(batch):
                 outputs = self.strategy.run(replica_predict, args=(batch,))

@@ -1,3 +1,4 @@
+import dataclasses
 import json
 
 import numpy as np
@@ -171,3 +172,21 @@ def test_run_benchmarks_measures_create_pretraining_data_from_python(tmp_path):
     assert record["workload"] == "create_pretraining_data" and record["num_workers"] == 1
     assert record["instances"] > 0 and record["seq_per_s_median"] > 0 and record["peak_pss_mb"] > 0
     assert (tmp_path / "work" / "shards_0").is_dir()
+
+
+def test_the_benchmark_defaults_to_auto_and_records_the_path_it_took(monkeypatch):
+    from albert_tf.benchmarking.workloads import run_model_workload
+    from albert_tf.training import compile_choice
+
+    settings = BenchmarkSettings(config=TINY, model_name="tiny", batch_size=2, seq_length=16,
+                                 max_predictions_per_seq=3, steps=1, warmup_steps=1, repeats=1)
+    assert settings.jit_compile == "auto"
+    assert dataclasses.replace(settings, jit_compile="no").jit_compile is False
+    with pytest.raises(ValueError, match="Benchmark setting jit_compile must be auto, true or false"):
+        dataclasses.replace(settings, jit_compile="sometimes")
+    # encode has no training step to time: auto takes the rule's path, else XLA.
+    monkeypatch.setattr(compile_choice, "describe_device",
+                        lambda strategy: compile_choice.DeviceDescription("CPU", "CPU", "a CPU", False))
+    record = run_model_workload("encode", settings)
+    assert record["jit_compile"] is True and record["jit_compile_setting"] == "auto"
+    assert record["jit_compile_choice"].startswith("XLA (rule:")

@@ -1,0 +1,299 @@
+"""`jit_compile="auto"`: the faster of XLA and TensorFlow's own kernels for this device, precision and model.
+
+Neither path wins everywhere: XLA led in float32 on AMD Zen 3, TensorFlow's oneDNN kernels on an Intel
+Xeon with AMX, and XLA:CPU in this TensorFlow build computes bfloat16 matmuls in float32
+(albert_tf/training/bfloat16_support.py). So a rule decides only where it is certain:
+- a TPU compiles every step with XLA anyway;
+- mixed_bfloat16 on a CPU with bfloat16 units, where XLA would compute the matmuls in float32, takes
+  TensorFlow's kernels, which run them on the units.
+Everywhere else a few training steps of each path are timed on the first batch, as cuDNN's autotuning
+times its algorithms: compilation and a warm step are counted out, then the paths are timed in alternation
+and each keeps its fastest round. The choice is cached in a JSON file (`default_cache_path`) per device, CPU
+model, precision, model and batch shape, so a resumed or repeated run takes the same path without measuring.
+"""
+
+import dataclasses
+import hashlib
+import json
+import os
+import re
+import tempfile
+import time
+from typing import Callable, Dict, List, Optional, Union
+
+import tensorflow as tf
+from absl import logging
+
+from albert_tf.training import bfloat16_support
+
+AUTO = "auto"
+CACHE_DIR_ENVIRONMENT_VARIABLE = "ALBERT_TF_CACHE_DIR"
+CACHE_FILE_NAME = "jit_compile_choices.json"
+CACHE_FORMAT_VERSION = 1
+# Per path: one call of WARMUP_STEPS (compilation, then a warm step), then TIMED_ROUNDS calls of TIMED_STEPS.
+WARMUP_STEPS = 2
+TIMED_STEPS = 2
+TIMED_ROUNDS = 2
+PATH_NAMES = {True: "XLA", False: "TensorFlow's own kernels"}
+
+_TRUE_WORDS = ("true", "t", "1", "yes", "y")
+_FALSE_WORDS = ("false", "f", "0", "no", "n")
+
+
+def parse_jit_compile(value: Union[bool, int, str], source: str = "jit_compile") -> Union[bool, str]:
+    """True (XLA), False (TensorFlow's kernels) or "auto" from a bool or a word, as the flag accepts them.
+
+    Example:
+    >>> parse_jit_compile("AUTO"), parse_jit_compile("no"), parse_jit_compile("1"), parse_jit_compile(False)
+    ('auto', False, True, False)
+    """
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, int) and value in (0, 1):
+        return bool(value)
+    if isinstance(value, str):
+        word = value.strip().lower()
+        if word == AUTO:
+            return AUTO
+        if word in _TRUE_WORDS:
+            return True
+        if word in _FALSE_WORDS:
+            return False
+    raise ValueError(f"{source} must be auto, true or false (or 1/0, yes/no), got {value!r}.")
+
+
+# ---- the device ---------------------------------------------------------------------------------------
+
+@dataclasses.dataclass(frozen=True)
+class DeviceDescription:
+    """What runs the steps: `kind` "CPU", "GPU" or "TPU", the accelerators' `name`, and the host CPU."""
+
+    kind: str
+    name: str
+    cpu_model: str
+    cpu_bfloat16_units: Optional[bool]
+
+
+def cpu_model_name() -> str:
+    """The CPU's model name from /proc/cpuinfo ("unknown CPU" where it is absent)."""
+    if os.path.exists("/proc/cpuinfo"):
+        with open("/proc/cpuinfo", encoding="utf-8") as handle:
+            for line in handle:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    return "unknown CPU"
+
+
+def describe_device(strategy: tf.distribute.Strategy) -> DeviceDescription:
+    """The device `strategy` computes on: its TPU, its GPUs (by model name), or the CPU."""
+    cpu = dict(cpu_model=cpu_model_name(), cpu_bfloat16_units=bfloat16_support.cpu_bfloat16_units())
+    if isinstance(strategy, tf.distribute.TPUStrategy):
+        return DeviceDescription(kind="TPU", name="TPU", **cpu)
+    device_types = {tf.DeviceSpec.from_string(device).device_type for device in strategy.extended.worker_devices}
+    gpus = tf.config.list_physical_devices("GPU")
+    if "GPU" in device_types and gpus:
+        names = [tf.config.experimental.get_device_details(gpu).get("device_name", gpu.name) for gpu in gpus]
+        return DeviceDescription(kind="GPU", name=", ".join(names), **cpu)
+    return DeviceDescription(kind="CPU", name="CPU", **cpu)
+
+
+# ---- the choice ---------------------------------------------------------------------------------------
+
+@dataclasses.dataclass(frozen=True)
+class JitCompileChoice:
+    """The path taken (`jit_compile`), how it was decided (`decided_by`: "flag", "rule", "cache" or
+    "measurement"), why in words (`reason`), and the measured steps/s of each path where there are some."""
+
+    jit_compile: bool
+    decided_by: str
+    reason: str
+    steps_per_second: Optional[Dict[str, float]] = None
+
+    def describe(self) -> str:
+        return f"{PATH_NAMES[self.jit_compile]} ({self.decided_by}: {self.reason})"
+
+
+def forced_choice(jit_compile: bool) -> JitCompileChoice:
+    """The path `jit_compile=True` or False forces."""
+    return JitCompileChoice(jit_compile, "flag", f"jit_compile={jit_compile}")
+
+
+def rule_choice(device: DeviceDescription, compute_dtype: str) -> Optional[JitCompileChoice]:
+    """The path where a rule is certain (see the module docstring); None where only a measurement can tell.
+
+    Example:
+    >>> rule_choice(DeviceDescription("TPU", "TPU", "unknown CPU", None), "float32").jit_compile
+    True
+    >>> rule_choice(DeviceDescription("CPU", "CPU", "unknown CPU", False), "bfloat16") is None
+    True
+    """
+    if device.kind == "TPU":
+        return JitCompileChoice(True, "rule", "a TPU compiles every step with XLA")
+    bfloat16_units_idle = (device.kind == "CPU" and compute_dtype == "bfloat16" and device.cpu_bfloat16_units
+                           and bfloat16_support.xla_bfloat16_dot_dtype("/cpu:0") == "f32")
+    if bfloat16_units_idle:
+        return JitCompileChoice(False, "rule", "this CPU has bfloat16 units and XLA computes bfloat16 matmuls in "
+                                               "float32 here; TensorFlow's kernels run them on the units")
+    return None
+
+
+def inference_choice(device: DeviceDescription, compute_dtype: str) -> JitCompileChoice:
+    """The path of an evaluation or prediction that no training choice precedes: the rule, else XLA (the
+    forward pass alone gained most from XLA where it was measured, BUILD_NOTES.md "Speed and memory")."""
+    return rule_choice(device, compute_dtype) or JitCompileChoice(
+        True, "rule", "no training step measured; XLA for the forward pass")
+
+
+def measure_paths(run_steps: Callable[[bool, int], None],
+                  combine: Optional[Callable[[List[float]], List[float]]] = None,
+                  clock: Callable[[], float] = time.perf_counter) -> Dict[bool, float]:
+    """{jit_compile: steps per second} of each path, `run_steps(jit_compile, num_steps)` timed by `clock`.
+
+    `combine` turns this process's [XLA, TensorFlow] rates into the ones to decide on (the mean over the
+    workers of a multi-worker run, so that every worker takes the same path).
+    """
+    paths = (True, False)
+    for jit_compile in paths:
+        run_steps(jit_compile, WARMUP_STEPS)
+    seconds = {jit_compile: [] for jit_compile in paths}
+    for _ in range(TIMED_ROUNDS):
+        for jit_compile in paths:
+            start = clock()
+            run_steps(jit_compile, TIMED_STEPS)
+            seconds[jit_compile].append(clock() - start)
+    rates = [TIMED_STEPS / max(min(seconds[jit_compile]), 1e-9) for jit_compile in paths]
+    if combine is not None:
+        rates = combine(rates)
+    return dict(zip(paths, rates))
+
+
+def measured_choice(rates: Dict[bool, float]) -> JitCompileChoice:
+    """The faster path of `measure_paths`' rates (XLA on a tie, the default before "auto")."""
+    jit_compile = rates[True] >= rates[False]
+    numbers = {"xla": round(rates[True], 4), "tensorflow": round(rates[False], 4)}
+    return JitCompileChoice(jit_compile, "measurement", f"{rates[True]:.3g} steps/s with XLA, {rates[False]:.3g} "
+                                                        "with TensorFlow's kernels on the first batch", numbers)
+
+
+# ---- the cache ----------------------------------------------------------------------------------------
+
+def default_cache_path() -> str:
+    """$ALBERT_TF_CACHE_DIR/jit_compile_choices.json, else under $XDG_CACHE_HOME (default ~/.cache)/albert_tf."""
+    directory = os.environ.get(CACHE_DIR_ENVIRONMENT_VARIABLE)
+    if not directory:
+        base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+        directory = os.path.join(base, "albert_tf")
+    return os.path.join(directory, CACHE_FILE_NAME)
+
+
+def _fingerprint(value) -> str:
+    return hashlib.sha256(json.dumps(value, sort_keys=True, default=repr).encode("utf-8")).hexdigest()[:16]
+
+
+def _without_unique_suffixes(value):
+    """`value` with the "_1", "_2", ... that Keras appends to repeated names dropped, so that the same model
+    built again (in this process or the next) has the same fingerprint."""
+    if isinstance(value, str):
+        return re.sub(r"_\d+(?=/|$)", "", value)
+    if isinstance(value, dict):
+        return {key: _without_unique_suffixes(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_without_unique_suffixes(item) for item in value]
+    return value
+
+
+def model_fingerprint(model, loss_fn=None) -> str:
+    """A hash of the model's class, config and variable shapes (and the loss function's name)."""
+    try:
+        config = model.get_config()
+    except NotImplementedError:
+        config = None
+    variables = [(variable.path, list(variable.shape), str(variable.dtype)) for variable in model.variables]
+    loss = None if loss_fn is None else f"{getattr(loss_fn, '__module__', '')}.{getattr(loss_fn, '__qualname__', '')}"
+    return _fingerprint(_without_unique_suffixes(
+        {"class": type(model).__name__, "config": config, "variables": variables, "loss": loss}))
+
+
+def batch_signature(element_spec):
+    """One replica's batch with every tensor spec as "shape dtype", in the batch's structure."""
+    return tf.nest.map_structure(lambda spec: f"{spec.shape} {spec.dtype.name}", element_spec)
+
+
+def cache_key(device: DeviceDescription, precision: str, model_hash: str, batch,
+              **setup: Union[int, str]) -> Dict[str, object]:
+    """What a cached choice holds for: TensorFlow's version, the device and CPU, the precision policy, the
+    model's fingerprint, the batch signature and any `setup` (replicas, accumulation steps, strategy)."""
+    return {"tensorflow": tf.__version__, "device": device.name, "device_kind": device.kind,
+            "cpu_model": device.cpu_model, "precision": precision, "model": model_hash, "batch": batch, **setup}
+
+
+class ChoiceCache:
+    """The JSON file of measured choices; one that cannot be read or parsed is ignored with a warning.
+
+    Example:
+    >>> import tempfile
+    >>> cache = ChoiceCache(os.path.join(tempfile.mkdtemp(), "choices.json"))
+    >>> key = {"device": "CPU", "precision": "float32"}
+    >>> cache.lookup(key) is None
+    True
+    >>> cache.store(key, JitCompileChoice(False, "measurement", "measured", {"xla": 1.0, "tensorflow": 1.2}))
+    >>> cache.lookup(key).jit_compile
+    False
+    """
+
+    def __init__(self, path: Optional[str] = None):
+        self.path = path or default_cache_path()
+
+    def _read(self) -> Dict[str, dict]:
+        try:
+            with open(self.path, encoding="utf-8") as handle:
+                contents = json.load(handle)
+            if not isinstance(contents, dict) or contents.get("version") != CACHE_FORMAT_VERSION:
+                raise ValueError(f"not a version {CACHE_FORMAT_VERSION} cache of jit_compile choices")
+            choices = contents["choices"]
+            if not isinstance(choices, dict):
+                raise ValueError("its 'choices' is not an object")
+            return choices
+        except FileNotFoundError:
+            return {}
+        except (OSError, ValueError, KeyError, TypeError) as error:
+            logging.warning("Ignoring the jit_compile choice cache %s, which cannot be read: %s", self.path, error)
+            return {}
+
+    def lookup(self, key: Dict[str, object]) -> Optional[JitCompileChoice]:
+        """The choice cached for `key`, or None."""
+        entry = self._read().get(_fingerprint(key))
+        if not isinstance(entry, dict) or not isinstance(entry.get("jit_compile"), bool):
+            return None
+        return JitCompileChoice(entry["jit_compile"], "cache", f"{entry.get('reason', 'measured before')}; "
+                                f"cached in {self.path}", entry.get("steps_per_second"))
+
+    def store(self, key: Dict[str, object], choice: JitCompileChoice) -> None:
+        """Adds `choice` for `key` (atomically: a concurrent reader sees the old file or the new one)."""
+        choices = self._read()
+        choices[_fingerprint(key)] = {"key": key, "jit_compile": choice.jit_compile, "reason": choice.reason,
+                                      "steps_per_second": choice.steps_per_second,
+                                      "measured_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
+        directory = os.path.dirname(self.path) or "."
+        try:
+            os.makedirs(directory, exist_ok=True)
+            with tempfile.NamedTemporaryFile("w", dir=directory, prefix=".jit_compile_choices.", suffix=".tmp",
+                                             delete=False, encoding="utf-8") as handle:
+                json.dump({"version": CACHE_FORMAT_VERSION, "choices": choices}, handle, indent=1, sort_keys=True)
+            os.replace(handle.name, self.path)
+        except OSError as error:
+            logging.warning("Could not write the jit_compile choice cache %s: %s", self.path, error)
+
+
+# ---- the training state a measurement must leave as it found it ----------------------------------------
+
+def snapshot_variables(variables) -> Callable[[], None]:
+    """A function that assigns `variables` the values they hold now (bit for bit)."""
+    unique = list({id(variable): variable for variable in variables}.values())
+    values = [variable.numpy() for variable in unique]
+
+    def restore():
+        for variable, value in zip(unique, values):
+            variable.assign(value)
+
+    return restore
