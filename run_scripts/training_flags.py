@@ -9,7 +9,7 @@ from typing import Union
 from absl import flags
 
 from albert_tf.layers.recomputation import recompute_setting
-from albert_tf.training.compile_choice import AUTO, parse_jit_compile
+from albert_tf.training.compile_choice import AUTO, JIT_COMPILE_WORDS
 from albert_tf.training.distribution import STRATEGY_NAMES
 from albert_tf.training.settings import MIXED_PRECISION_POLICIES
 
@@ -17,28 +17,25 @@ from albert_tf.training.settings import MIXED_PRECISION_POLICIES
 flags.disclaim_key_flags()
 
 
-class JitCompileParser(flags.ArgumentParser):
-    """--jit_compile's values: auto, or a boolean as absl spells it (true/false, 1/0) or as yes/no."""
-
-    def parse(self, argument):
-        return parse_jit_compile(argument, source="--jit_compile")
-
-    def flag_type(self):
-        return "auto|bool"
-
-
 def define_jit_compile_flag(flag_values: flags.FlagValues = flags.FLAGS) -> None:
     """--jit_compile=auto (the default), true or false; --jit_compile and --nojit_compile force a path.
+
+    The value is the word given, lower-cased ("auto", "true", "no", ...); the library reads it with
+    albert_tf.training.compile_choice.parse_jit_compile.
 
     Example:
     >>> flag_values = flags.FlagValues()
     >>> define_jit_compile_flag(flag_values)
-    >>> [flag_values(["script", flag]).jit_compile for flag in ("--nojit_compile", "--jit_compile=auto")]
-    [False, 'auto']
+    >>> _ = flag_values(["script", "--nojit_compile"])
+    >>> flag_values.jit_compile
+    'false'
+    >>> _ = flag_values(["script", "--jit_compile=Auto"])
+    >>> flag_values.jit_compile
+    'auto'
     """
     # A boolean flag (`boolean=True`) takes --jit_compile and --nojit_compile without a value, as before.
     flags.DEFINE_flag(flags.Flag(
-        JitCompileParser(), flags.ArgumentSerializer(), "jit_compile", AUTO,
+        flags.EnumParser(JIT_COMPILE_WORDS, case_sensitive=False), flags.ArgumentSerializer(), "jit_compile", AUTO,
         "How the model's steps (training, evaluation, prediction) are computed: auto takes the faster of XLA "
         "and TensorFlow's own kernels for the device, the precision and the model (a rule where one is certain, "
         "else a few timed steps of each on the first batch, cached in $ALBERT_TF_CACHE_DIR or "

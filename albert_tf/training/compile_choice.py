@@ -38,6 +38,8 @@ PATH_NAMES = {True: "XLA", False: "TensorFlow's own kernels"}
 
 _TRUE_WORDS = ("true", "t", "1", "yes", "y")
 _FALSE_WORDS = ("false", "f", "0", "no", "n")
+# Every spelling of a jit_compile setting (any case): the words a --jit_compile flag accepts.
+JIT_COMPILE_WORDS = (AUTO,) + _TRUE_WORDS + _FALSE_WORDS
 
 
 def parse_jit_compile(value: Union[bool, int, str], source: str = "jit_compile") -> Union[bool, str]:

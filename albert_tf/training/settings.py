@@ -6,6 +6,8 @@ from typing import Optional, Union
 import keras
 import tensorflow as tf
 
+from albert_tf.training.compile_choice import parse_jit_compile
+
 MIXED_PRECISION_POLICIES = ("float32", "mixed_bfloat16", "mixed_float16")
 
 
@@ -36,7 +38,10 @@ def enable_determinism(seed):
 @dataclasses.dataclass(kw_only=True)
 class TrainingSettings:
     """How a run trains, whatever it trains: the fields PretrainingOptions and FinetuningOptions share, set
-    by the flags of run_scripts/training_flags.py (keyword-only, so each subclass keeps its own field order)."""
+    by the flags of run_scripts/training_flags.py (keyword-only, so each subclass keeps its own field order).
+
+    `jit_compile` is True (XLA), False (TensorFlow's own kernels) or "auto" (the Trainer takes the faster,
+    albert_tf.training.compile_choice); the flag's words (e.g. "no") are read as parse_jit_compile does."""
 
     strategy: str = "one_device"
     tpu: Optional[str] = None
@@ -46,3 +51,6 @@ class TrainingSettings:
     mixed_precision: str = "float32"
     seed: int = 12345
     deterministic: bool = False
+
+    def __post_init__(self):
+        self.jit_compile = parse_jit_compile(self.jit_compile)

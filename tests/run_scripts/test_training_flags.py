@@ -2,6 +2,8 @@
 import pytest
 from absl import flags
 
+from albert_tf.training.compile_choice import parse_jit_compile
+from albert_tf.training.settings import TrainingSettings
 from run_scripts.training_flags import define_compute_flags, define_jit_compile_flag
 
 
@@ -18,13 +20,15 @@ def _parsed(*arguments, define=define_compute_flags):
     (("--jit_compile=0",), False), (("--jit_compile=yes",), True), (("--jit_compile=no",), False),
     (("--jit_compile=AUTO",), "auto"), (("--nojit_compile", "--jit_compile=auto"), "auto")])
 def test_jit_compile_parses_auto_and_the_boolean_spellings(arguments, expected):
-    assert _parsed(*arguments).jit_compile == expected
-    assert _parsed(*arguments, define=define_jit_compile_flag).jit_compile == expected
+    for define in (define_compute_flags, define_jit_compile_flag):
+        value = _parsed(*arguments, define=define).jit_compile
+        assert parse_jit_compile(value) == expected
+        assert TrainingSettings(jit_compile=value).jit_compile == expected
 
 
 def test_a_bad_jit_compile_value_is_named():
-    with pytest.raises(flags.IllegalFlagValueError, match=r"--jit_compile must be auto, true or false \(or 1/0, "
-                                                          r"yes/no\), got 'maybe'"):
+    with pytest.raises(flags.IllegalFlagValueError, match=r"flag --jit_compile=maybe: value should be one of "
+                                                          r"<auto\|true\|t\|1\|yes\|y\|false\|f\|0\|no\|n>"):
         _parsed("--jit_compile=maybe")
 
 
