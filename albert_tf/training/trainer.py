@@ -210,20 +210,18 @@ class Trainer:
     def _choose_jit_compile(self, dataset_fn, global_batch_size, skip_steps, element_spec):
         """The rule's path, else the cached one, else the faster path measured on the first batch (cached)."""
         device = compile_choice.describe_device(self.strategy)
-        choice = compile_choice.rule_choice(device, self.model.dtype_policy.compute_dtype)
-        if choice is not None:
-            return choice
         key = compile_choice.cache_key(
             device, self.model.dtype_policy.name, compile_choice.model_fingerprint(self.model, self._loss_fn),
             compile_choice.batch_signature(element_spec), replicas=self.strategy.num_replicas_in_sync,
             accumulation_steps=self._accumulation_steps, strategy=type(self.strategy).__name__)
         cache = compile_choice.ChoiceCache()
-        cached = cache.lookup(key)
-        # Every worker must take the same path: a cached choice counts only where all workers hold it.
-        held = self._mean_over_workers([float(cached is not None and cached.jit_compile),
-                                        float(cached is not None and not cached.jit_compile)])
-        if cached is not None and held[int(not cached.jit_compile)] == 1.0:
-            return cached
+        choice = compile_choice.rule_choice(device, self.model.dtype_policy.compute_dtype) or cache.lookup(key)
+        # Every worker must take the same path (and measure together): a rule's or a cached choice counts only
+        # where every worker holds it.
+        held = self._mean_over_workers([float(choice is not None and choice.jit_compile),
+                                        float(choice is not None and not choice.jit_compile)])
+        if choice is not None and held[int(not choice.jit_compile)] == 1.0:
+            return choice
         choice = compile_choice.measured_choice(
             self._measure_paths(dataset_fn, global_batch_size, skip_steps, element_spec))
         cache.store(key, choice)

@@ -28,7 +28,7 @@ def options(output_dir, **overrides):
     values = dict(output_dir=str(output_dir), max_seq_length=SEQ, max_predictions_per_seq=PREDICTIONS,
                   train_batch_size=16, eval_batch_size=16, learning_rate=0.02, num_train_steps=40,
                   num_warmup_steps=4, save_checkpoints_steps=20, max_eval_steps=10, log_every_steps=10,
-                  jit_compile=False)  # XLA: the bfloat16 test and the command-line runs (its default)
+                  jit_compile=False)  # XLA: the bfloat16 test; the command-line runs take the default, auto
     values.update(overrides)
     return PretrainingOptions(**values)
 

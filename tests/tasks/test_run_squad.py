@@ -55,7 +55,7 @@ def test_squad_v2_learns_null_answers_and_writes_null_odds(squad_assets, tmp_pat
     search_file = squad_data_files(squad_assets[0], version_2=True)[2]
     results, gold, _ = _run_squad(squad_assets, tmp_path, version_2=True,
                                   extra=["--do_predict", f"--null_threshold_search_file={search_file}",
-                                         "--nojit_compile"])  # the v1 test trains under XLA
+                                         "--nojit_compile"])  # the v1 test trains with the default, auto
     assert results["HasAns_total"] + results["NoAns_total"] == results["total"] == len(gold)
     # The threshold applied is the one found on the named search split, not on the dev set. The official
     # search returns the tightest threshold there (the largest null odds it answers), so a few dev

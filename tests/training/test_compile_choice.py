@@ -1,4 +1,4 @@
-"""jit_compile="auto": the rule, the measured choice, its cache, and a Trainer that trains exactly as the path it chose."""
+"""jit_compile="auto": the rule, the measured choice, its cache, and a Trainer that trains as the path it chose."""
 import json
 import logging
 import os
@@ -108,7 +108,8 @@ def test_the_measured_choice_is_the_faster_path(seconds_per_step, expected):
     # Both compile first, then timed rounds alternate between the paths.
     warmup = compile_choice.WARMUP_STEPS
     timed = compile_choice.TIMED_STEPS
-    assert clock.calls == [(True, warmup), (False, warmup)] + [(True, timed), (False, timed)] * compile_choice.TIMED_ROUNDS
+    rounds = compile_choice.TIMED_ROUNDS
+    assert clock.calls == [(True, warmup), (False, warmup)] + [(True, timed), (False, timed)] * rounds
 
 
 def test_every_worker_decides_on_the_combined_rates():
