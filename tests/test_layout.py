@@ -122,3 +122,21 @@ def _imports_of_node(node):
             node.module.split(".")[0] in FIRST_PARTY:
         return [(node.lineno, f"{node.module}.{alias.name}") for alias in node.names]
     return []
+
+
+def test_no_test_module_imports_another():
+    offenders = []
+    for path in sorted((pathlib.Path(REPO_ROOT) / "tests").rglob("test_*.py")):
+        offenders += [f"{_module_name(path)}:{line} imports {name}" for line, name in _test_imports(path)
+                      if name.rsplit(".", 1)[-1].startswith("test_") or ".test_" in name]
+    assert offenders == []
+
+
+def _test_imports(path):
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            found += [(node.lineno, alias.name) for alias in node.names if alias.name.startswith("tests")]
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and (node.module or "").startswith("tests"):
+            found += [(node.lineno, f"{node.module}.{alias.name}") for alias in node.names]
+    return found
