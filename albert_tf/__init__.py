@@ -14,6 +14,7 @@ _EXPORTS = {
     "AlbertPretrainer": "albert_tf.models.pretrainer",
     "AlbertSpanPredictor": "albert_tf.models.span_predictor",
     "AlbertSquadV2": "albert_tf.models.squad_v2",
+    "AlbertTokenClassifier": "albert_tf.models.token_classifier",
     "load_weights": "albert_tf.checkpoints.loading",
     "save_weights": "albert_tf.checkpoints.writing",
 }

@@ -37,7 +37,8 @@ flags.DEFINE_string("preset", None, "A named preset (e.g. albert-base), instead 
 flags.DEFINE_enum("head", "auto", list(conversion.MODEL_HEADS),
                   "The model to convert: auto (the task model a Hugging Face config.json names, else the "
                   "pretraining model when the input has its heads, else the encoder), or classifier (run_glue), "
-                  "multiple_choice (run_race), squad (run_squad's v1 head), pretraining, encoder.")
+                  "multiple_choice (run_race), squad (run_squad's v1 head), token_classifier (run_ner), pretraining, "
+                  "encoder.")
 flags.DEFINE_boolean("allow_missing_heads", False,
                      "Let head variables (outside bert/) that the input lacks start from a fresh initialisation, "
                      "e.g. the SOP head of a Hugging Face AlbertForMaskedLM download.")

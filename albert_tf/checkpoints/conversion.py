@@ -13,17 +13,21 @@ from albert_tf.config import AlbertConfig
 
 logger = logging.getLogger(__name__)
 
-MODEL_HEADS = ("auto", "encoder", "pretraining", "classifier", "multiple_choice", "squad")
+MODEL_HEADS = ("auto", "encoder", "pretraining", "classifier", "multiple_choice", "squad", "token_classifier")
 
 # The transformers task architectures and the head of the model each converts into.
 _HEAD_OF_HF_TASK = {"AlbertForSequenceClassification": "classifier", "AlbertForMultipleChoice": "multiple_choice",
-                    "AlbertForQuestionAnswering": "squad"}
+                    "AlbertForQuestionAnswering": "squad", "AlbertForTokenClassification": "token_classifier"}
 
 
 def _auto_head(contents):
+    from albert_tf.models.token_classifier import TOKEN_CLASSIFIER_SCOPE
+
     for architecture in contents.hf_architectures:
         if architecture in _HEAD_OF_HF_TASK:
             return _HEAD_OF_HF_TASK[architecture]
+    if f"{TOKEN_CLASSIFIER_SCOPE}/output_weights" in contents.shapes:
+        return "token_classifier"
     has_heads = any(name.startswith(PRETRAINING_HEAD_SCOPES) for name in contents.shapes)
     return "pretraining" if has_heads else "encoder"
 
@@ -32,17 +36,20 @@ def model_for_checkpoint(contents: CheckpointContents, config: AlbertConfig, hea
     """The model whose variables `contents` holds, by `head` (one of MODEL_HEADS).
 
     - "auto": the task model of the transformers architecture a Hugging Face config.json names; else
-      an AlbertPretrainer when the checkpoint has pretraining heads, else an AlbertEncoder. A
+      an AlbertTokenClassifier when the checkpoint has its head; else an AlbertPretrainer when the checkpoint has pretraining heads, else an AlbertEncoder. A
       fine-tuned TF1 checkpoint's `output_weights` may be run_classifier's or run_race's: name it.
     - "classifier": AlbertClassifier, with as many labels as `output_weights` has rows.
     - "multiple_choice": AlbertMultipleChoice (run_race's head); "squad": AlbertSpanPredictor (the
       v1 head `cls/squad/*`); "pretraining": AlbertPretrainer; "encoder": AlbertEncoder.
+    - "token_classifier": AlbertTokenClassifier (`cls/token_classification/*`), with as many labels as
+      its output_weights has rows.
     """
     from albert_tf.models.classifier import AlbertClassifier
     from albert_tf.models.encoder import AlbertEncoder
     from albert_tf.models.multiple_choice import AlbertMultipleChoice
     from albert_tf.models.pretrainer import AlbertPretrainer
     from albert_tf.models.span_predictor import AlbertSpanPredictor
+    from albert_tf.models.token_classifier import TOKEN_CLASSIFIER_SCOPE, AlbertTokenClassifier
 
     if head not in MODEL_HEADS:
         raise ValueError(f"Unknown model head {head!r}; allowed: {', '.join(MODEL_HEADS)}.")
@@ -54,6 +61,13 @@ def model_for_checkpoint(contents: CheckpointContents, config: AlbertConfig, hea
             raise ValueError(f"{contents.location.path} has no classifier head (output_weights [num_labels, H]) "
                              f"to size an AlbertClassifier from.")
         return AlbertClassifier(config, num_labels=shape[0])
+    if head == "token_classifier":
+        name = f"{TOKEN_CLASSIFIER_SCOPE}/output_weights"
+        shape = contents.shapes.get(name)
+        if shape is None or len(shape) != 2:
+            raise ValueError(f"{contents.location.path} has no token classification head ({name} [num_labels, H]) "
+                             f"to size an AlbertTokenClassifier from.")
+        return AlbertTokenClassifier(config, num_labels=shape[0])
     models = {"multiple_choice": AlbertMultipleChoice, "squad": AlbertSpanPredictor, "pretraining": AlbertPretrainer,
               "encoder": AlbertEncoder}
     return models[head](config)

@@ -24,7 +24,8 @@ whole story: reading.py and writing.py read and write the files.
   `output_weights` / `output_bias`, and `qa_outputs.*` of AlbertForQuestionAnswering is the SQuAD
   v1 head `cls/squad/output_weights` / `output_bias`. Both sides store them [outputs, H] (torch's
   [out, in] is the original's layout here), so nothing is transposed. AlbertForTokenClassification
-  also names its per-token head `classifier`, which is why the names alone do not decide.
+  also names its per-token head `classifier`, which is why the names alone do not decide: its head is
+  AlbertTokenClassifier's `cls/token_classification/output_weights` / `output_bias`.
 - Other names outside ALBERT's own (the SQuAD v2 head, unknown keys) keep their TF1 name as the HF key.
 """
 
@@ -88,6 +89,8 @@ _TASK_HEADS = {
     "AlbertForMultipleChoice": {"classifier.weight": "output_weights", "classifier.bias": "output_bias"},
     "AlbertForQuestionAnswering": {"qa_outputs.weight": "cls/squad/output_weights",
                                    "qa_outputs.bias": "cls/squad/output_bias"},
+    "AlbertForTokenClassification": {"classifier.weight": "cls/token_classification/output_weights",
+                                     "classifier.bias": "cls/token_classification/output_bias"},
 }
 _BLOCK_NAME = re.compile(r"^albert\.encoder\.albert_layer_groups\.(\d+)\.albert_layers\.(\d+)\.(.+)$")
 _MAPPING_IN = "albert.encoder.embedding_hidden_mapping_in"
@@ -202,8 +205,8 @@ def task_head_names(architectures) -> Dict[str, str]:
     Example:
     >>> task_head_names(["AlbertForQuestionAnswering"])["qa_outputs.weight"]
     'cls/squad/output_weights'
-    >>> task_head_names(["AlbertForTokenClassification"])
-    {}
+    >>> task_head_names(["AlbertForTokenClassification"])["classifier.weight"]
+    'cls/token_classification/output_weights'
     """
     names = {}
     for architecture in architectures:

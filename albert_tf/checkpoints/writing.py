@@ -45,10 +45,12 @@ def hf_architecture(model) -> str:
     from albert_tf.models.multiple_choice import AlbertMultipleChoice
     from albert_tf.models.pretrainer import AlbertPretrainer
     from albert_tf.models.span_predictor import AlbertSpanPredictor
+    from albert_tf.models.token_classifier import AlbertTokenClassifier
 
     architectures = ((AlbertPretrainer, "AlbertForPreTraining"), (AlbertClassifier, "AlbertForSequenceClassification"),
                      (AlbertMultipleChoice, "AlbertForMultipleChoice"),
-                     (AlbertSpanPredictor, "AlbertForQuestionAnswering"))
+                     (AlbertSpanPredictor, "AlbertForQuestionAnswering"),
+                     (AlbertTokenClassifier, "AlbertForTokenClassification"))
     return next((name for model_class, name in architectures if isinstance(model, model_class)), "AlbertModel")
 
 

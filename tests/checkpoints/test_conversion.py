@@ -1,10 +1,12 @@
 """conversion.convert_checkpoint from Python: what run_scripts.convert_checkpoint runs, without absl."""
 
+import json
+
 import numpy as np
 import pytest
 import tensorflow as tf
 
-from albert_tf import AlbertClassifier, AlbertEncoder, load_weights, save_weights
+from albert_tf import AlbertClassifier, AlbertEncoder, AlbertTokenClassifier, load_weights, save_weights
 from albert_tf.checkpoints import conversion
 from tests.helpers import tiny_config
 
@@ -44,3 +46,33 @@ def test_convert_checkpoint_needs_a_config(tmp_path):
     with pytest.raises(ValueError, match="No config found with .*bare.*; pass --albert_config_file or --preset"):
         conversion.convert_checkpoint(str(tmp_path / "bare"), str(tmp_path / "out"), "hf")
     assert not (tmp_path / "out").exists()
+
+
+def test_convert_checkpoint_round_trips_a_token_classifier_with_head_auto(tmp_path):
+    """TF1 -> HF -> TF1 without naming the head: its own scope (TF1) and the architecture (HF) identify it."""
+    config = _config()
+    tagger = AlbertTokenClassifier(config, num_labels=5)
+    tagger.head.output_bias.assign(np.arange(5, dtype=np.float32))
+    save_weights(tagger, str(tmp_path / "tf1" / "model.ckpt"), format="tf1")
+
+    conversion.convert_checkpoint(str(tmp_path / "tf1"), str(tmp_path / "hf"), "hf", config=config)
+    hf_config = json.loads((tmp_path / "hf" / "config.json").read_text())
+    assert hf_config["architectures"] == ["AlbertForTokenClassification"] and len(hf_config["id2label"]) == 5
+    conversion.convert_checkpoint(str(tmp_path / "hf"), str(tmp_path / "tf1_again"), "tf1")
+    reader = tf.train.load_checkpoint(str(tmp_path / "tf1_again"))
+    np.testing.assert_array_equal(reader.get_tensor("cls/token_classification/output_bias"), np.arange(5))
+    np.testing.assert_array_equal(reader.get_tensor("cls/token_classification/output_weights"),
+                                  tagger.head.output_weights.numpy())
+    loaded = AlbertTokenClassifier(config, num_labels=5)
+    load_weights(loaded, str(tmp_path / "tf1_again"))
+    expected, actual = _values(tagger), _values(loaded)
+    assert sorted(expected) == sorted(actual)
+    for path, value in expected.items():
+        np.testing.assert_array_equal(actual[path], value, err_msg=path)
+
+
+def test_convert_checkpoint_token_classifier_head_needs_its_variables(tmp_path):
+    save_weights(AlbertEncoder(_config()), str(tmp_path / "bare" / "model.ckpt"), format="tf1")
+    with pytest.raises(ValueError, match="has no token classification head .*cls/token_classification/output_weights"):
+        conversion.convert_checkpoint(str(tmp_path / "bare"), str(tmp_path / "out"), "hf", config=_config(),
+                                      head="token_classifier")

@@ -6,7 +6,7 @@ import pytest
 import tensorflow as tf
 
 from albert_tf import (AlbertClassifier, AlbertEncoder, AlbertMultipleChoice, AlbertPretrainer, AlbertSpanPredictor,
-                       load_weights, save_weights)
+                       AlbertTokenClassifier, load_weights, save_weights)
 from albert_tf.checkpoints.tf1_names import model_variable_map
 from tests.helpers import randomize, tiny_config
 
@@ -146,11 +146,15 @@ TASK_MODELS = {
     "AlbertForSequenceClassification": lambda config: AlbertClassifier(config, num_labels=3),
     "AlbertForMultipleChoice": lambda config: AlbertMultipleChoice(config, num_choices=2),
     "AlbertForQuestionAnswering": AlbertSpanPredictor,
+    "AlbertForTokenClassification": lambda config: AlbertTokenClassifier(config, num_labels=4),
 }
 TASK_HF_CONFIG = dict(vocab_size=60, embedding_size=8, hidden_size=16, num_hidden_layers=4, num_attention_heads=2,
                       intermediate_size=32, max_position_embeddings=24, hidden_act="gelu_new", initializer_range=0.2)
 # AlbertForQuestionAnswering's qa_outputs has num_labels rows: start and end.
-TASK_NUM_LABELS = {"AlbertForSequenceClassification": 3, "AlbertForMultipleChoice": 3, "AlbertForQuestionAnswering": 2}
+# transformers builds these without a pooler, which our models have (and do not use for them).
+WITHOUT_POOLER = ("AlbertForQuestionAnswering", "AlbertForTokenClassification")
+TASK_NUM_LABELS = {"AlbertForSequenceClassification": 3, "AlbertForMultipleChoice": 3, "AlbertForQuestionAnswering": 2,
+                   "AlbertForTokenClassification": 4}
 
 
 def task_inputs(architecture):
@@ -183,6 +187,10 @@ def assert_task_parity(expected, actual, architecture, mask):
     if architecture == "AlbertForQuestionAnswering":
         real = mask.astype(bool)
         expected, actual = expected[:, real], actual[:, real]
+    elif architecture == "AlbertForTokenClassification":
+        # Padding positions differ (HF masks with the dtype's minimum): only real tokens compare.
+        real = mask.astype(bool)
+        expected, actual = expected[real], actual[real]
     np.testing.assert_allclose(actual, expected, atol=TOLERANCE)
 
 
@@ -193,9 +201,9 @@ def test_task_model_export_runs_identically_in_transformers(tmp_path, architectu
     assert json.loads((tmp_path / "config.json").read_text())["architectures"] == [architecture]
     hf_model, info = getattr(transformers, architecture).from_pretrained(str(tmp_path), output_loading_info=True)
     assert not info["missing_keys"] and not info["mismatched_keys"], info
-    # AlbertForQuestionAnswering has no pooler; the span predictor's is written all the same.
+    # Our pooler is written all the same.
     assert all(key.startswith("albert.pooler.") for key in info["unexpected_keys"]), info
-    assert bool(info["unexpected_keys"]) == (architecture == "AlbertForQuestionAnswering")
+    assert bool(info["unexpected_keys"]) == (architecture in WITHOUT_POOLER)
     inputs = task_inputs(architecture)
     assert_task_parity(task_outputs_of_theirs(hf_model, inputs), task_outputs_of_ours(model, inputs), architecture,
                        padded_inputs(seed=2)["input_mask"])
@@ -207,10 +215,10 @@ def test_transformers_task_model_loads_into_ours(tmp_path, architecture):
                                architecture=architecture)
     hf_model.save_pretrained(str(tmp_path), safe_serialization=True)
     model = TASK_MODELS[architecture](tiny_config())
-    # transformers saves AlbertForQuestionAnswering without a pooler, which the span predictor does not use.
-    result = load_weights(model, str(tmp_path), allow_missing_heads=architecture == "AlbertForQuestionAnswering")
+    without_pooler = architecture in WITHOUT_POOLER
+    result = load_weights(model, str(tmp_path), allow_missing_heads=without_pooler)
     assert result.format == "hf"
-    assert result.num_loaded == len(model_variable_map(model)) - 2 * (architecture == "AlbertForQuestionAnswering")
+    assert result.num_loaded == len(model_variable_map(model)) - 2 * without_pooler
     inputs = task_inputs(architecture)
     assert_task_parity(task_outputs_of_theirs(hf_model, inputs), task_outputs_of_ours(model, inputs), architecture,
                        padded_inputs(seed=2)["input_mask"])

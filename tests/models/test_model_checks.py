@@ -3,7 +3,7 @@ import pytest
 import tensorflow as tf
 
 from albert_tf import (AlbertClassifier, AlbertEncoder, AlbertMultipleChoice, AlbertPretrainer, AlbertSpanPredictor,
-                       AlbertSquadV2)
+                       AlbertSquadV2, AlbertTokenClassifier)
 from tests.helpers import random_inputs, tiny_config
 from tests.layer_checks import check_model
 
@@ -37,6 +37,8 @@ CASES = {
     "multiple_choice": (AlbertMultipleChoice, dict(config=tiny_config(), num_choices=NUM_CHOICES),
                         multiple_choice_inputs),
     "span_predictor": (AlbertSpanPredictor, dict(config=tiny_config()), lambda length: ((encoder_inputs(length),), {})),
+    "token_classifier": (AlbertTokenClassifier, dict(config=tiny_config(), num_labels=5),
+                         lambda length: ((encoder_inputs(length),), {})),
     "squad_v2": (AlbertSquadV2, dict(config=tiny_config(), start_n_top=2, end_n_top=3), squad_v2_inputs),
 }
 
