@@ -36,8 +36,9 @@ def model_for_checkpoint(contents: CheckpointContents, config: AlbertConfig, hea
     """The model whose variables `contents` holds, by `head` (one of MODEL_HEADS).
 
     - "auto": the task model of the transformers architecture a Hugging Face config.json names; else
-      an AlbertTokenClassifier when the checkpoint has its head; else an AlbertPretrainer when the checkpoint has pretraining heads, else an AlbertEncoder. A
-      fine-tuned TF1 checkpoint's `output_weights` may be run_classifier's or run_race's: name it.
+      an AlbertTokenClassifier when the checkpoint has its head (`cls/token_classification/*`); else an
+      AlbertPretrainer when the checkpoint has pretraining heads, else an AlbertEncoder. A fine-tuned TF1
+      checkpoint's `output_weights` may be run_classifier's or run_race's: name it.
     - "classifier": AlbertClassifier, with as many labels as `output_weights` has rows.
     - "multiple_choice": AlbertMultipleChoice (run_race's head); "squad": AlbertSpanPredictor (the
       v1 head `cls/squad/*`); "pretraining": AlbertPretrainer; "encoder": AlbertEncoder.

@@ -82,7 +82,8 @@ class FinetuningTask:
     - `original_metric_names`: {the original script's name: ours} of metrics that eval_results.txt also
       lists under the original's name (e.g. `eval_accuracy` for `accuracy`), for readers of the original's file.
     - `write_eval_predictions(path, split, outputs)` and `write_predictions(output_dir, split, outputs)`:
-      write what the benchmark reads; the first gets the file path, the second the directory.
+      write what the benchmark reads; the first gets the file path (eval_predictions<suffix>.<extension>,
+      `eval_predictions_extension` "tsv" unless the task's format has another), the second the directory.
     - `serving_fn(model, inputs) -> {name: tensor}`: the exported signature's outputs.
     """
 
@@ -100,6 +101,7 @@ class FinetuningTask:
     write_predictions: Optional[Callable[[str, DataSplit, Outputs], None]] = None
     serving_fn: Optional[Callable] = None
     original_metric_names: Mapping[str, str] = dataclasses.field(default_factory=dict)
+    eval_predictions_extension: str = "tsv"
 
 
 @dataclasses.dataclass
@@ -572,8 +574,8 @@ def _write_eval_predictions(task, directory, outputs_by_split):
     if task.write_eval_predictions is None:
         return
     for split, outputs in outputs_by_split:
-        task.write_eval_predictions(os.path.join(directory, f"eval_predictions{split.metric_suffix}.tsv"),
-                                    split, outputs)
+        name = f"eval_predictions{split.metric_suffix}.{task.eval_predictions_extension}"
+        task.write_eval_predictions(os.path.join(directory, name), split, outputs)
 
 
 def _save_best(task, output_dir, best):

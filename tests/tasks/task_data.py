@@ -1,10 +1,11 @@
-"""Tiny data in the real formats of GLUE, RACE and SQuAD, built so that a tiny model learns each task in a few
-dozen steps; the task tests (scripts and Python API) share it."""
+"""Tiny data in the real formats of GLUE, RACE, SQuAD and CoNLL-2003, built so that a tiny model learns each task
+in a few dozen steps; the task tests (scripts and Python API) share it."""
 import json
 import random
 
 from albert_tf.config import AlbertConfig
 from data_gen import build_vocab, race
+from data_gen.conll_evaluation import tags_in_scheme
 from tests.helpers import tiny_config_values
 
 KEYWORD_FILLER = "the model learns a shared block of attention and feed forward weights that runs at every depth".split()
@@ -75,6 +76,38 @@ def write_keyword_race(directory, sizes=(("train", 120), ("dev", 24), ("test", 8
                     lines.append(article)
             if lines:
                 write_race_file(directory / "RACE" / split / level / "all.txt", *lines, merged=True)
+
+
+# ---- CoNLL-2003 NER ---------------------------------------------------------------------------------
+# Filler words with keyword entities: "lamb" is a PER, "prediction batches" a two-word LOC; two lambs side by side are
+# two PER chunks (IOB1 writes the second B-PER).
+
+def _keyword_sentence(rng):
+    """(words, chunks): filler words with 0-2 "lamb" (PER) and 0-1 "prediction batches" (LOC) put between them."""
+    units = [([rng.choice(KEYWORD_FILLER)], None) for _ in range(rng.randint(3, 8))]
+    for entity in [(["lamb"], "PER") for _ in range(rng.randint(0, 2))] + [(["prediction", "batches"], "LOC")] * \
+            rng.randint(0, 1):
+        units.insert(rng.randint(0, len(units)), entity)
+    words, chunks = [], []
+    for unit_words, entity_type in units:
+        if entity_type:
+            chunks.append((entity_type, len(words), len(words) + len(unit_words) - 1))
+        words += unit_words
+    return words, chunks
+
+
+def write_keyword_conll(directory, tag_scheme="iob1", sizes=(("train", 300), ("valid", 40), ("test", 20))):
+    """CoNLL-2003 files in `tag_scheme` (with POS and chunk columns and -DOCSTART- lines, dev as valid.txt)."""
+    rng = random.Random(2)
+    directory.mkdir(parents=True, exist_ok=True)
+    for split, count in sizes:
+        lines = ["-DOCSTART- -X- -X- O", ""]
+        for _ in range(count):
+            tokens, chunks = _keyword_sentence(rng)
+            lines += [f"{token} NN I-NP {tag}" for token, tag in zip(tokens, tags_in_scheme(chunks, len(tokens),
+                                                                                           tag_scheme))]
+            lines.append("")
+        (directory / f"{split}.txt").write_text("\n".join(lines) + "\n")
 
 
 # ---- SQuAD -----------------------------------------------------------------------------------------
