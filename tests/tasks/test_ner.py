@@ -8,6 +8,7 @@ import tensorflow as tf
 
 from albert_tf import AlbertTokenClassifier
 from albert_tf.tasks import ner
+from albert_tf.tasks.finetuning import FinetuningOptions
 from data_gen.conll import IGNORED_LABEL, ConllSentence
 from tests.helpers import random_inputs, run_script, tiny_config
 from tests.tasks.task_data import GLUE_TINY_CONFIG, write_keyword_conll
@@ -45,6 +46,14 @@ def test_predictions_of_windows_return_to_their_words_in_the_data_scheme(tmp_pat
     ner.write_predictions(str(path), sentences, predicted)
     assert path.read_text() == "a O O\nlamb S-PER S-PER\nlamb S-PER S-PER\nb O O\n\ngarden B-LOC B-LOC\n" \
                                "bridge E-LOC E-LOC\n\n"
+
+
+def test_a_scored_split_without_sentences_stops_before_training(tmp_path, tokenizer):
+    write_keyword_conll(tmp_path / "data", sizes=(("train", 4), ("valid", 0)))
+    options = FinetuningOptions(str(tmp_path / "run"), do_train=True, do_eval=True, max_seq_length=16)
+    with pytest.raises(ValueError, match=r"^The CoNLL dev file .*valid\.txt holds no sentences; --do_eval needs at "
+                                         r"least one\.$"):
+        ner.build_task(ner.NerOptions(options, data_dir=str(tmp_path / "data")), tokenizer)
 
 
 def read_conll_columns(path):
@@ -93,3 +102,18 @@ def test_run_ner_learns_keyword_tags_and_reports_conlleval_scores(tmp_path, toke
     test_results = json.loads((run / "predict_results.json").read_text())
     assert len(test_gold) == 20 and test_results["f1"] > 0.8 and test_results["loss"] > 0.0
     assert test_results["f1"] == pytest.approx(seqeval_metrics.f1_score(test_gold, test_predicted))
+
+
+@pytest.mark.slow
+def test_run_ner_reports_a_bad_line_in_one_sentence(tmp_path, tokenizer):
+    write_keyword_conll(tmp_path / "data", tag_scheme="iob2", sizes=(("train", 4), ("valid", 2)))
+    train_file = tmp_path / "data" / "train.txt"
+    with open(train_file, "a") as handle:
+        handle.write("lamb NN I-NP X-PER\n")
+    bad_line = len(train_file.read_text().splitlines())
+    completed = run_script("run_ner", f"--data_dir={tmp_path / 'data'}", f"--spm_model_file={tokenizer.spm_model_file}",
+                           "--preset=albert-base", f"--output_dir={tmp_path / 'run'}", "--tag_scheme=iob2",
+                           CUDA_VISIBLE_DEVICES="")
+    assert completed.returncode != 0
+    assert completed.stderr.strip().splitlines()[-1] == (
+        f"error: {train_file}:{bad_line}: tag 'X-PER' is not O or B/I-<type>, which --tag_scheme=iob2 allows.")

@@ -1,4 +1,4 @@
-"""Every task runs from Python, with no absl flags: GLUE, SQuAD, RACE, pretraining and the demo, each on tiny
+"""Every task runs from Python, with no absl flags: GLUE, SQuAD, RACE, NER, pretraining and the demo, each on tiny
 generated data in the real formats for a few steps, returning its results and writing its files."""
 import json
 
@@ -8,12 +8,14 @@ import pytest
 from albert_tf.config import AlbertConfig
 from albert_tf.tasks.finetuning import FinetuningOptions
 from albert_tf.tasks.glue import GlueOptions, resolve_options, run_glue
+from albert_tf.tasks.ner import NerOptions, run_ner
 from albert_tf.tasks.pretraining import PretrainingOptions, run_pretraining
 from albert_tf.tasks.quickstart import QuickstartOptions, run_quickstart, summary_text
 from albert_tf.tasks.race import RaceOptions, run_race
 from albert_tf.tasks.squad import SquadOptions, run_squad
 from tests.helpers import make_spm_model, write_corpus, write_pretraining_records
-from tests.tasks.task_data import GLUE_TINY_CONFIG, squad_data_files, write_keyword_mrpc, write_keyword_race
+from tests.tasks.task_data import (GLUE_TINY_CONFIG, squad_data_files, write_keyword_conll, write_keyword_mrpc,
+                                   write_keyword_race)
 
 pytestmark = pytest.mark.slow
 
@@ -104,6 +106,26 @@ def test_race_from_python(tmp_path, tiny_model):
     test_results = json.loads((output_dir / "predict_results.json").read_text())
     assert test_results["eval_accuracy"] == test_results["accuracy"]
     assert (output_dir / "predict_results.txt").exists() and (output_dir / "eval_predictions.tsv").exists()
+
+
+def test_ner_from_python_and_an_evaluation_rerun_that_keeps_its_labels(tmp_path, tiny_model):
+    write_keyword_conll(tmp_path / "data", tag_scheme="iob2", sizes=(("train", 16), ("dev", 6), ("test", 5)))
+    output_dir = tmp_path / "run"
+    results = run_ner(NerOptions(_finetuning(output_dir, *tiny_model, max_seq_length=16),
+                                 data_dir=str(tmp_path / "data"), tag_scheme="iob2"))
+    assert set(results["eval"]) == {"precision", "recall", "f1", "accuracy", "loss", "global_step"}
+    assert results["eval"]["global_step"] == STEPS
+    assert len([row for row in _lines(output_dir / "eval_predictions.txt") if not row]) == 6
+    assert len([row for row in _lines(output_dir / "test_predictions.txt") if not row]) == 5
+    assert set(json.loads((output_dir / "predict_results.json").read_text())) == {"precision", "recall", "f1",
+                                                                                  "accuracy", "loss"}
+    # labels.txt keeps the head's labels when the dev data (here without any LOC) would give others.
+    (tmp_path / "data" / "dev.txt").write_text("lamb NN I-NP B-PER\nthe NN I-NP O\n")
+    again = run_ner(NerOptions(_finetuning(output_dir, *tiny_model, max_seq_length=16, do_train=False,
+                                           do_predict=False, init_checkpoint=str(output_dir / "best")),
+                               data_dir=str(tmp_path / "data"), tag_scheme="iob2"))
+    assert again["eval"]["global_step"] == STEPS
+    assert _lines(output_dir / "labels.txt") == ["O", "B-LOC", "I-LOC", "B-PER", "I-PER"]
 
 
 def test_pretraining_from_python(tmp_path):
