@@ -3,7 +3,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from albert_tf import AlbertClassifier, AlbertMultipleChoice, AlbertSpanPredictor, AlbertSquadV2
+from albert_tf import AlbertClassifier, AlbertMultipleChoice, AlbertSpanPredictor, AlbertSquadV2, AlbertTokenClassifier
 from albert_tf.layers.squad_v2_head import SquadV2Head
 from tests import numpy_albert
 from tests.helpers import random_inputs, tiny_config
@@ -51,6 +51,22 @@ def test_span_predictor_matches_original_v1_head():
     np.testing.assert_allclose(outputs["start_logits"], logits[..., 0], atol=1e-5)
     np.testing.assert_allclose(outputs["end_logits"], logits[..., 1], atol=1e-5)
     assert set(model.head_variable_map()) == {"cls/squad/output_weights", "cls/squad/output_bias"}
+
+
+def test_token_classifier_is_a_dense_head_on_every_position_with_dropout_only_in_training():
+    model = AlbertTokenClassifier(tiny_config(), num_labels=5, dropout_rate=0.5)
+    model.head.output_bias.assign(np.arange(5, dtype=np.float32))
+    inputs = encoder_inputs()
+    sequence = model.encoder(inputs)["sequence_output"].numpy()
+    expected = sequence @ model.head.output_weights.numpy().T + model.head.output_bias.numpy()
+    np.testing.assert_allclose(model(inputs), expected, atol=1e-5)
+    assert float(tf.reduce_max(tf.abs(model(inputs, training=True) - expected))) > 1e-4
+    assert {name: variable.shape for name, variable in model.head_variable_map().items()} == {
+        "cls/token_classification/output_weights": (5, 16), "cls/token_classification/output_bias": (5,)}
+    # The original heads' fixed initializer, not the config's initializer_range.
+    assert model.head.initializer_range == 0.02
+    with pytest.raises(ValueError, match="AlbertTokenClassifier needs num_labels >= 1, got 0"):
+        AlbertTokenClassifier(tiny_config(), num_labels=0)
 
 
 def numpy_v2_head(w, sequence, p_mask, start_positions=None, start_n_top=5, end_n_top=5):
@@ -136,6 +152,7 @@ def test_squad_v2_model_training_and_inference_outputs():
     (AlbertMultipleChoice, dict(num_choices=3)),
     (AlbertSpanPredictor, dict(recompute_blocks=True)),
     (AlbertSquadV2, dict(start_n_top=4, end_n_top=2)),
+    (AlbertTokenClassifier, dict(num_labels=4, recompute_blocks=True)),
 ])
 def test_config_round_trip_and_bfloat16(model_class, kwargs):
     model = model_class(tiny_config(), **kwargs)

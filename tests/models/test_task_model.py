@@ -8,7 +8,7 @@ import pytest
 import tensorflow as tf
 
 from albert_tf import (AlbertClassifier, AlbertEncoder, AlbertMultipleChoice, AlbertPretrainer, AlbertSpanPredictor,
-                       AlbertSquadV2)
+                       AlbertSquadV2, AlbertTokenClassifier)
 from albert_tf.checkpoints.tf1_names import model_variable_map
 from albert_tf.models.task_model import AlbertTaskModel
 from tests.helpers import random_inputs, tiny_config
@@ -38,6 +38,7 @@ TASK_MODELS = [
     (AlbertMultipleChoice, dict(num_choices=2), multiple_choice_inputs),
     (AlbertSpanPredictor, {}, encoder_inputs),
     (AlbertSquadV2, dict(start_n_top=2, end_n_top=3), squad_v2_inputs),
+    (AlbertTokenClassifier, dict(num_labels=5, dropout_rate=0.2), encoder_inputs),
 ]
 TASK_MODEL_IDS = [model_class.__name__ for model_class, _, _ in TASK_MODELS]
 

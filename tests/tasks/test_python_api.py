@@ -4,6 +4,7 @@ import json
 
 import numpy as np
 import pytest
+import tensorflow as tf
 
 from albert_tf.config import AlbertConfig
 from albert_tf.tasks.finetuning import FinetuningOptions
@@ -111,7 +112,8 @@ def test_race_from_python(tmp_path, tiny_model):
 def test_ner_from_python_and_an_evaluation_rerun_that_keeps_its_labels(tmp_path, tiny_model):
     write_keyword_conll(tmp_path / "data", tag_scheme="iob2", sizes=(("train", 16), ("dev", 6), ("test", 5)))
     output_dir = tmp_path / "run"
-    results = run_ner(NerOptions(_finetuning(output_dir, *tiny_model, max_seq_length=16),
+    results = run_ner(NerOptions(_finetuning(output_dir, *tiny_model, max_seq_length=16,
+                                             export_dir=str(tmp_path / "export")),
                                  data_dir=str(tmp_path / "data"), tag_scheme="iob2"))
     assert set(results["eval"]) == {"precision", "recall", "f1", "accuracy", "loss", "global_step"}
     assert results["eval"]["global_step"] == STEPS
@@ -119,6 +121,10 @@ def test_ner_from_python_and_an_evaluation_rerun_that_keeps_its_labels(tmp_path,
     assert len([row for row in _lines(output_dir / "test_predictions.txt") if not row]) == 5
     assert set(json.loads((output_dir / "predict_results.json").read_text())) == {"precision", "recall", "f1",
                                                                                   "accuracy", "loss"}
+    serving = tf.saved_model.load(str(tmp_path / "export")).signatures["serving_default"]
+    ids = tf.constant([[2, 9, 9, 3] + [0] * 12])
+    served = serving(input_word_ids=ids, input_mask=tf.cast(ids > 0, tf.int32), input_type_ids=tf.zeros_like(ids))
+    assert served["logits"].shape == (1, 16, 5) and served["probabilities"].shape == (1, 16, 5)
     # labels.txt keeps the head's labels when the dev data (here without any LOC) would give others.
     (tmp_path / "data" / "dev.txt").write_text("lamb NN I-NP B-PER\nthe NN I-NP O\n")
     again = run_ner(NerOptions(_finetuning(output_dir, *tiny_model, max_seq_length=16, do_train=False,
