@@ -62,8 +62,8 @@ def define_finetuning_flags(*, learning_rate, max_seq_length, train_step=None, w
                          "best), else 5.")
     flags.DEFINE_bool("eval_every_checkpoint", False,
                       "Evaluate every checkpoint that exists after training (not only the last), keeping the best.")
-    flags.DEFINE_float("dropout_prob", 0.1, "Dropout on the pooled output before the task head (the original's "
-                       "0.1).")
+    flags.DEFINE_float("dropout_prob", 0.1, "Dropout on the task head's input, the pooled output (the sequence "
+                       "output for run_ner), as the original's 0.1.")
     flags.DEFINE_string("export_dir", None, "Export the fine-tuned model here as a SavedModel (serving_default).")
     define_compute_flags()
     define_distribution_flags()
