@@ -7,8 +7,10 @@ PEERS := $(VENV)/peers
 PEERS_STAMP := $(PEERS)/.installed
 # What requirements-peers.txt pins that requirements-dev.txt has put in site-packages already.
 PEERS_IN_SITE_PACKAGES := torch transformers
+BEAM := $(VENV)/beam
+BEAM_STAMP := $(BEAM)/.installed
 
-.PHONY: demo test test-fast install peers
+.PHONY: demo test test-fast install peers beam
 
 $(STAMP): requirements.txt requirements-dev.txt requirements-test-oracles.txt
 	test -x $(VPY) || $(PYTHON) -m venv $(VENV)
@@ -30,10 +32,18 @@ $(PEERS_STAMP): $(STAMP) requirements-peers.txt
 
 peers: $(PEERS_STAMP)
 
+# The `beam` extra (requirements-beam.txt) beside the environment, with its dependencies, not in it: apache-beam
+# moves protobuf and pyarrow, so only the Beam pipeline's processes and its tests put .venv/beam on their path.
+$(BEAM_STAMP): $(STAMP) requirements-beam.txt
+	$(VPY) -m pip install --quiet --upgrade --target $(BEAM) -r requirements-beam.txt
+	touch $(BEAM_STAMP)
+
+beam: $(BEAM_STAMP)
+
 demo: $(STAMP)
 	$(VPY) -m run_scripts.quickstart --output_dir=demo_output
 
-test: $(STAMP) $(PEERS_STAMP)
+test: $(STAMP) $(PEERS_STAMP) $(BEAM_STAMP)
 	$(VPY) -m pytest -q tests
 
 test-fast: $(STAMP)
