@@ -9,6 +9,12 @@ import tempfile
 TEST_ORACLES = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), ".venv", "test-oracles")
 if os.path.isdir(TEST_ORACLES):
     sys.path.append(TEST_ORACLES)
+# The beam extra lives in .venv/beam (`make beam`, see requirements-beam.txt). Appended, so the environment's own
+# packages keep precedence over the copies of them that Beam's dependencies put there: the tests frame records
+# with its google-crc32c here, and start the Beam pipelines in processes that put it first.
+BEAM_PACKAGES = os.path.join(os.path.dirname(TEST_ORACLES), "beam")
+if os.path.isdir(BEAM_PACKAGES):
+    sys.path.append(BEAM_PACKAGES)
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 # LLVM's optimisation of XLA's CPU code is most of a tiny model's compile time (about 15 of 20 s per
