@@ -41,7 +41,7 @@ import random
 import shutil
 import tempfile
 import time
-from typing import Dict, Iterator, List, Optional, Sequence, Tuple, Union
+from typing import Dict, Iterable, Iterator, List, Optional, Sequence, Tuple, Union
 
 from albert_tf.tokenization import DEFAULT_DIGIT_COMMA_RULE, AlbertTokenizer, gfile_lines
 from data_gen import build_vocab
@@ -547,16 +547,20 @@ def create_pretraining_data(input_files: Union[str, Sequence[str], None], output
                             max_predictions_per_seq: int = 20, masked_lm_prob: float = 0.15,
                             short_seq_prob: float = 0.1, ngram: int = 3, favor_shorter_ngram: bool = True,
                             do_whole_word_mask: bool = True, random_next_sentence: bool = False,
-                            dupe_factor: int = 40, random_seed: int = 12345, num_workers: int = 1,
+                            dupe_factor: int = 40, random_seed: int = 12345, num_workers: Optional[int] = None,
                             block_bytes: int = DEFAULT_BLOCK_BYTES, summary_file: Optional[str] = None,
-                            digit_comma_rule: Optional[str] = None) -> dict:
+                            digit_comma_rule: Optional[str] = None,
+                            beam_pipeline_options: Optional[str] = None) -> dict:
     """Writes ALBERT pretraining TFRecords to `output_files` and returns the summary (also written as JSON).
 
     `input_files`: comma list / globs / paths of text or JSON-lines files (None for tfds). `tokenizer`: an
     AlbertTokenizer or the path of a SentencePiece model (lowercasing). The remaining arguments are the
-    original's flags with its defaults, plus the input format, `num_workers` processes, `block_bytes` (text
-    per block), `summary_file` (default `summary_path_for(output_files)`) and `digit_comma_rule` (for a model
-    path: `albert_tf.tokenization.DIGIT_COMMA_RULES`, default the original's; an AlbertTokenizer brings its own).
+    original's flags with its defaults, plus the input format, `num_workers` processes (default 1), `block_bytes`
+    (text per block), `summary_file` (default `summary_path_for(output_files)`), `digit_comma_rule` (for a model
+    path: `albert_tf.tokenization.DIGIT_COMMA_RULES`, default the original's; an AlbertTokenizer brings its own)
+    and `beam_pipeline_options`: a comma list of Beam options without dashes (e.g. "runner=DataflowRunner,
+    project=...") that writes the same bytes with an Apache Beam pipeline (`data_gen.beam_pipeline`) instead of
+    local processes; it excludes `num_workers`.
 
     Example:
     >>> summary = create_pretraining_data("corpus.txt", output_shard_paths("out/train.tfrecord", 4),
@@ -571,6 +575,11 @@ def create_pretraining_data(input_files: Union[str, Sequence[str], None], output
                               favor_shorter_ngram=favor_shorter_ngram, do_whole_word_mask=do_whole_word_mask,
                               random_next_sentence=random_next_sentence, dupe_factor=dupe_factor)
     output_files = list(output_files)
+    if beam_pipeline_options is not None and num_workers is not None:
+        raise ValueError(f"--num_workers={num_workers} cannot be combined with --beam_pipeline_options="
+                         f"{beam_pipeline_options!r}: Beam's own num_workers means Dataflow workers, so give the "
+                         "runner's worker count inside the Beam options (e.g. direct_num_workers=2).")
+    num_workers = 1 if num_workers is None else num_workers
     _check_job_arguments(input_format, num_workers, block_bytes, output_files)
     tokenizer = _job_tokenizer(tokenizer, digit_comma_rule)
     tokenizer.check_special_ids()
@@ -597,15 +606,22 @@ def create_pretraining_data(input_files: Union[str, Sequence[str], None], output
             input_files, summary["spooled_undecodable_bytes"] = _spool_tfds(
                 tfds_name, tfds_data_dir, tfds_split, tfds_text_feature, os.path.join(work_directory, "tfds_spool"))
             reader_format, text_field = "jsonl", "text"
-        token_cache_directory = None
-        if options.dupe_factor > 1:
-            token_cache_directory = os.path.join(work_directory, "tokens")
-            os.makedirs(token_cache_directory, exist_ok=True)
-        special_ids = SpecialIds(tokenizer.cls_id, tokenizer.sep_id, tokenizer.mask_id, tokenizer.vocab_size)
-        context = _WorkerContext(_BlockReader(tokenizer, reader_format, text_field), options, special_ids,
-                                 random_seed, token_cache_directory)
-        instances_written = _write_pending_shards(context, input_files, output_files, pending, summary,
-                                                  summary_file, block_bytes, num_workers)
+        if beam_pipeline_options is not None:
+            from data_gen import beam_pipeline  # the beam extra: only this path needs it
+
+            instances_written = beam_pipeline.write_pending_shards(
+                beam_pipeline_options, tokenizer, reader_format, text_field, options, random_seed, input_files,
+                output_files, pending, summary, summary_file, block_bytes)
+        else:
+            token_cache_directory = None
+            if options.dupe_factor > 1:
+                token_cache_directory = os.path.join(work_directory, "tokens")
+                os.makedirs(token_cache_directory, exist_ok=True)
+            special_ids = SpecialIds(tokenizer.cls_id, tokenizer.sep_id, tokenizer.mask_id, tokenizer.vocab_size)
+            context = _WorkerContext(_BlockReader(tokenizer, reader_format, text_field), options, special_ids,
+                                     random_seed, token_cache_directory)
+            instances_written = _write_pending_shards(context, input_files, output_files, pending, summary,
+                                                      summary_file, block_bytes, num_workers)
         shutil.rmtree(work_directory, ignore_errors=True)
     summary["complete"] = True
     summary["seconds"] = round(time.time() - start_time, 3)
@@ -657,14 +673,7 @@ def _write_pending_shards(context: _WorkerContext, input_files: Sequence[str], o
     A shard holds pass 1 over all its blocks, then pass 2, and so on, as the original's dupe_factor
     passes: the copies of a document (differently masked) lie a pass apart, not side by side.
     """
-    logging.info("Planning blocks over %d input file(s) for %d shard(s)", len(input_files), len(output_files))
-    blocks = _plan_blocks(input_files, context.reader.input_format, block_bytes, len(output_files))
-    shard_blocks = [blocks[shard::len(output_files)] for shard in range(len(output_files))]
-    empty_shards = [output_files[shard] for shard, assigned in enumerate(shard_blocks) if not assigned]
-    if empty_shards:
-        logging.warning("%d shard(s) get no documents (the input has %d document blocks): %s",
-                        len(empty_shards), len(blocks), ", ".join(empty_shards[:5]))
-    _warn_of_small_blocks(blocks, len(output_files))
+    shard_blocks = _plan_shards(input_files, context.reader.input_format, block_bytes, output_files)
     shard_tasks = {shard: [_Task(block, dupe_pass) for dupe_pass in range(context.options.dupe_factor)
                            for block in shard_blocks[shard]] for shard in pending}
     tasks = [task for shard in pending for task in shard_tasks[shard]]
@@ -680,6 +689,21 @@ def _write_pending_shards(context: _WorkerContext, input_files: Sequence[str], o
                 for block in shard_blocks[shard]:
                     os.remove(_token_cache_path(context.token_cache_directory, block.index))
     return progress.instances
+
+
+def _plan_shards(input_files: Sequence[str], input_format: str, block_bytes: int,
+                 output_files: Sequence[str]) -> List[List[_Block]]:
+    """The blocks of each output shard: block b goes to shard b % len(output_files), in ascending order."""
+    logging.info("Planning blocks over %d input file(s) for %d shard(s)", len(input_files), len(output_files))
+    blocks = _plan_blocks(input_files, input_format, block_bytes, len(output_files))
+    logging.info("Planned %d blocks (%.1f MB of text)", len(blocks), sum(block.num_bytes for block in blocks) / 1e6)
+    shard_blocks = [blocks[shard::len(output_files)] for shard in range(len(output_files))]
+    empty_shards = [output_files[shard] for shard, assigned in enumerate(shard_blocks) if not assigned]
+    if empty_shards:
+        logging.warning("%d shard(s) get no documents (the input has %d document blocks): %s",
+                        len(empty_shards), len(blocks), ", ".join(empty_shards[:5]))
+    _warn_of_small_blocks(blocks, len(output_files))
+    return shard_blocks
 
 
 def _warn_of_small_blocks(blocks: Sequence[_Block], num_shards: int) -> None:
@@ -734,9 +758,14 @@ def _write_shard(path: str, tasks: Sequence[_Task], results: Iterator, progress:
             stats.update(task_stats)
             progress.task_done(task.block.num_bytes, task_stats)
     tf.io.gfile.rename(temporary, path, overwrite=True)
-    blocks = {task.block for task in tasks}
+    return _shard_summary(path, {task.block for task in tasks}, stats)
+
+
+def _shard_summary(path: str, blocks: Iterable[_Block], stats: Dict[str, int]) -> dict:
+    """A shard's entry in the summary: its path, blocks, text bytes and counts."""
+    blocks = set(blocks)
     shard = {"path": path, "blocks": len(blocks), "text_bytes": sum(block.num_bytes for block in blocks)}
-    shard.update({key: stats[key] for key in _COUNTS})
+    shard.update({key: stats.get(key, 0) for key in _COUNTS})
     return shard
 
 

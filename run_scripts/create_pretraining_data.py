@@ -2,7 +2,8 @@
 
 Flags and defaults are the original google-research/albert create_pretraining_data.py's, plus the input
 format, output sharding, worker processes and block size. The same --random_seed gives the same bytes for
-any --num_workers; rerunning the same command skips finished shards.
+any --num_workers, and with --beam_pipeline_options an Apache Beam pipeline writes the same bytes; rerunning
+the same command skips finished shards.
 """
 
 from absl import app, flags, logging
@@ -46,6 +47,9 @@ flags.DEFINE_string("tfds_split", "train", "tensorflow-datasets split.")
 flags.DEFINE_string("tfds_text_feature", "text", "Text feature of the tensorflow-datasets examples.")
 flags.DEFINE_integer("block_bytes", cpd.DEFAULT_BLOCK_BYTES, "Text per block: the unit of shuffling, of random "
                      "B documents and of work; memory grows with it.")
+flags.DEFINE_string("beam_pipeline_options", None, "Run as an Apache Beam pipeline (the beam extra) with these "
+                    "options: a comma list without dashes, e.g. runner=DataflowRunner,project=...,region=...,"
+                    "temp_location=gs://...; same bytes as the local run. Excludes --num_workers.")
 flags.DEFINE_string("summary_file", None, "Summary JSON (default: the output base name + .summary.json).")
 define_original_flags({"input_file_mode": "nothing to pass: input is read as bytes and decoded as UTF-8"}, tpu=False)
 flags.mark_flags_as_required(["output_file"])
@@ -68,8 +72,9 @@ def main(argv):
         masked_lm_prob=FLAGS.masked_lm_prob, short_seq_prob=FLAGS.short_seq_prob, ngram=FLAGS.ngram,
         favor_shorter_ngram=FLAGS.favor_shorter_ngram, do_whole_word_mask=FLAGS.do_whole_word_mask,
         random_next_sentence=FLAGS.random_next_sentence, dupe_factor=FLAGS.dupe_factor,
-        random_seed=FLAGS.random_seed, num_workers=FLAGS.num_workers, block_bytes=FLAGS.block_bytes,
-        summary_file=FLAGS.summary_file)
+        random_seed=FLAGS.random_seed, num_workers=FLAGS.num_workers if FLAGS["num_workers"].present else None,
+        block_bytes=FLAGS.block_bytes, summary_file=FLAGS.summary_file,
+        beam_pipeline_options=FLAGS.beam_pipeline_options)
     for key, value in summary["totals"].items():
         logging.info("%s = %d", key, value)
 

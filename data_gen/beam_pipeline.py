@@ -1,0 +1,262 @@
+"""create_pretraining_data's pending shards written by an Apache Beam pipeline, byte-identical to the local run.
+
+The launcher plans the blocks exactly as the local path does; the pipeline then runs the local path's own
+per-block, per-pass record generation (`create_pretraining_data._generate_pass_records`) where Beam puts it:
+
+1. Fragments. One element per block: its worker reads and tokenizes the block once and writes, for each dupe
+   pass, the pass's framed records as the fragment `block-BBBBBBB-pass-PPP.tfrecord` in a hidden fragment
+   directory beside the summary, with its counts beside it. Each file is written to a unique temporary name and
+   renamed, counts first, so a fragment that exists is complete and a retried or duplicated bundle rewrites
+   the same bytes or skips the fragment.
+2. Shards. One element per pending shard, with its fragments' counts: shard k is the concatenation, for each
+   pass in order and each of its blocks (b % num_shards == k) in ascending order, of fragment (b, pass). It is
+   written to a temporary name and renamed; a shard that exists is kept (a retried assembly).
+3. The launcher reads each shard's counts from the fragment directory, writes the summary once and removes the
+   fragment directory.
+
+No step depends on the runner, the worker count, the bundling or the order in which elements arrive, so the
+bytes are the local run's. Records are framed by `data_gen.tfrecord_framing` and all files go through Beam's
+FileSystems: a worker never imports TensorFlow. Beam's WriteToTFRecord would not keep the record order.
+
+Example:
+>>> pipeline_arguments("runner=FnApiRunner,direct_running_mode=multi_processing,direct_num_workers=2")
+['--runner=FnApiRunner', '--direct_running_mode=multi_processing', '--direct_num_workers=2']
+"""
+
+import collections
+import dataclasses
+import json
+import logging
+import uuid
+from typing import Dict, Iterator, List, Optional, Sequence, Tuple
+
+from albert_tf.tokenization import AlbertTokenizer
+from data_gen import create_pretraining_data as cpd
+from data_gen import tfrecord_framing
+from data_gen._instances import InstanceOptions, SpecialIds
+
+__all__ = ["BeamJob", "pipeline_arguments", "write_pending_shards"]
+
+_COPY_CHUNK_BYTES = 16 << 20
+
+
+def pipeline_arguments(beam_pipeline_options: str) -> List[str]:
+    """tensorflow-datasets' option string (a comma list without dashes) as PipelineOptions' flags.
+
+    Example:
+    >>> pipeline_arguments("runner=DataflowRunner,project=my-project,region=us-central1")
+    ['--runner=DataflowRunner', '--project=my-project', '--region=us-central1']
+    """
+    items = [item.strip() for item in beam_pipeline_options.split(",")]
+    if not all(items):
+        raise ValueError(f"--beam_pipeline_options={beam_pipeline_options!r} has an empty item; it must be a comma "
+                         "list of Beam options without dashes, e.g. runner=DirectRunner,direct_num_workers=2.")
+    dashed = [item for item in items if item.startswith("-")]
+    if dashed:
+        raise ValueError(f"--beam_pipeline_options item {dashed[0]!r} starts with a dash; write the options "
+                         "without dashes, e.g. runner=DirectRunner,direct_num_workers=2.")
+    return ["--" + item for item in items]
+
+
+@dataclasses.dataclass(frozen=True)
+class BeamJob:
+    """What every worker needs, and nothing it would have to unpickle TensorFlow or a tokenizer for.
+
+    Example:
+    >>> job = BeamJob("30k-clean.model", None, True, "original", "text", "text", InstanceOptions(),
+    ...               SpecialIds(2, 3, 4, 30000), 12345, "out/.train.summary.json.beam", ("out/train",))
+    >>> job.fragment_path(7, 2)
+    'out/.train.summary.json.beam/block-0000007-pass-002.tfrecord'
+    """
+    spm_model_file: Optional[str]
+    vocab_file: Optional[str]
+    do_lower_case: bool
+    digit_comma_rule: str
+    input_format: str
+    json_text_field: str
+    options: InstanceOptions
+    special_ids: SpecialIds
+    random_seed: int
+    fragment_directory: str
+    output_files: Tuple[str, ...]
+
+    def fragment_path(self, block_index: int, dupe_pass: int) -> str:
+        return _join(self.fragment_directory, f"block-{block_index:07d}-pass-{dupe_pass:03d}.tfrecord")
+
+    def shard_counts_path(self, shard: int) -> str:
+        return _join(self.fragment_directory, f"shard-{shard:05d}.json")
+
+
+class _FragmentWriter:
+    """Block -> its dupe passes' fragments; yields (shard, (pass, block index, counts)) for each pass."""
+
+    def __init__(self, job: BeamJob):
+        self.job = job
+        self._reader: Optional[cpd._BlockReader] = None
+
+    def __getstate__(self):
+        return {"job": self.job, "_reader": None}  # the tokenizer is rebuilt on each worker
+
+    def __call__(self, block: cpd._Block) -> Iterator[Tuple[int, Tuple[int, int, Dict[str, int]]]]:
+        shard = block.index % len(self.job.output_files)
+        documents = None
+        for dupe_pass in range(self.job.options.dupe_factor):
+            path = self.job.fragment_path(block.index, dupe_pass)
+            counts = _read_counts(path)
+            if counts is None:
+                stats: collections.Counter = collections.Counter()
+                if documents is None:
+                    read_stats: collections.Counter = collections.Counter()
+                    documents = self._block_reader().read(block, read_stats)
+                if dupe_pass == 0:  # reading counts once per block, on its first pass, as the local path
+                    stats.update(read_stats)
+                records = cpd._generate_pass_records(documents, block.index, dupe_pass, self.job.options,
+                                                     self.job.special_ids, self.job.random_seed, stats)
+                counts = dict(stats)
+                _write_atomically(_counts_path(path), json.dumps(counts).encode())
+                _write_atomically(path, b"".join(tfrecord_framing.frame_record(record) for record in records))
+            yield shard, (dupe_pass, block.index, counts)
+
+    def _block_reader(self) -> cpd._BlockReader:
+        if self._reader is None:
+            tokenizer = AlbertTokenizer(spm_model_file=self.job.spm_model_file, vocab_file=self.job.vocab_file,
+                                        do_lower_case=self.job.do_lower_case,
+                                        digit_comma_rule=self.job.digit_comma_rule)
+            self._reader = cpd._BlockReader(tokenizer, self.job.input_format, self.job.json_text_field)
+        return self._reader
+
+
+class _ShardAssembler:
+    """(shard, ([its blocks], [its fragments' counts])) -> the shard file from its fragments, and its counts."""
+
+    def __init__(self, job: BeamJob):
+        self.job = job
+
+    def __call__(self, element) -> None:
+        from apache_beam.io.filesystems import CompressionTypes, FileSystems
+
+        shard, (block_lists, fragments) = element
+        blocks = sorted(block_lists[0], key=lambda block: block.index)
+        expected = [(dupe_pass, block.index) for dupe_pass in range(self.job.options.dupe_factor)
+                    for block in blocks]
+        by_task = {(dupe_pass, block_index): counts for dupe_pass, block_index, counts in fragments}
+        if sorted(by_task) != sorted(expected):
+            missing = sorted(set(expected) - set(by_task))
+            raise RuntimeError(f"Shard {shard} lacks the fragments (pass, block) {missing[:5]}.")
+        path = self.job.output_files[shard]
+        stats: collections.Counter = collections.Counter()
+        for task in expected:
+            stats.update(by_task[task])
+        _write_atomically(self.job.shard_counts_path(shard),
+                          json.dumps(cpd._shard_summary(path, blocks, stats)).encode())
+        if FileSystems.exists(path):
+            return  # a retried assembly: the shard was renamed into place with these bytes
+        temporary = _temporary_path(path)
+        with FileSystems.create(temporary, compression_type=CompressionTypes.UNCOMPRESSED) as output:
+            for dupe_pass, block_index in expected:
+                with FileSystems.open(self.job.fragment_path(block_index, dupe_pass),
+                                      compression_type=CompressionTypes.UNCOMPRESSED) as fragment:
+                    while chunk := fragment.read(_COPY_CHUNK_BYTES):
+                        output.write(chunk)
+        FileSystems.rename([temporary], [path])
+
+
+def write_pending_shards(beam_pipeline_options: str, tokenizer: AlbertTokenizer, input_format: str,
+                         json_text_field: str, options: InstanceOptions, random_seed: int,
+                         input_files: Sequence[str], output_files: Sequence[str], pending: Sequence[int],
+                         summary: dict, summary_file: str, block_bytes: int) -> int:
+    """Writes the `pending` shards with a Beam pipeline and fills in their summary entries; returns instances.
+
+    `create_pretraining_data(..., beam_pipeline_options=...)` calls it; the arguments are that job's.
+    """
+    import apache_beam as beam
+    from apache_beam.io.filesystems import FileSystems
+    from apache_beam.options.pipeline_options import PipelineOptions
+
+    pipeline_options = PipelineOptions(pipeline_arguments(beam_pipeline_options))
+    shard_blocks = cpd._plan_shards(input_files, input_format, block_bytes, output_files)
+    fragment_directory = _prepare_fragment_directory(summary_file, summary["settings"])
+    special_ids = SpecialIds(tokenizer.cls_id, tokenizer.sep_id, tokenizer.mask_id, tokenizer.vocab_size)
+    job = BeamJob(tokenizer.spm_model_file, tokenizer.vocab_file, tokenizer.do_lower_case,
+                  tokenizer.digit_comma_rule, input_format, json_text_field, options, special_ids, random_seed,
+                  fragment_directory, tuple(output_files))
+    pending_blocks = [block for shard in pending for block in shard_blocks[shard]]
+    # Written before the run, so that a rerun after a failed run checks the settings and resumes it.
+    cpd._write_summary(summary_file, summary)
+    logging.info("Beam: %d blocks x %d passes into %d pending shard(s); fragments in %s", len(pending_blocks),
+                 options.dupe_factor, len(pending), fragment_directory)
+    with beam.Pipeline(options=pipeline_options) as pipeline:
+        fragments = (pipeline
+                     | "Blocks" >> beam.Create(pending_blocks)
+                     | "WriteFragments" >> beam.FlatMap(_FragmentWriter(job)))
+        shards = pipeline | "Shards" >> beam.Create([(shard, shard_blocks[shard]) for shard in pending])
+        _ = ((shards, fragments)
+             | "GroupByShard" >> beam.CoGroupByKey()
+             | "AssembleShards" >> beam.Map(_ShardAssembler(job)))
+    instances = 0
+    for shard in pending:
+        with FileSystems.open(job.shard_counts_path(shard)) as handle:
+            summary["shards"][shard] = json.loads(handle.read())
+        instances += summary["shards"][shard]["instances"]
+    summary["totals"] = cpd._totals(summary["shards"], summary["spooled_undecodable_bytes"])
+    FileSystems.delete([fragment_directory])
+    return instances
+
+
+def _prepare_fragment_directory(summary_file: str, settings: dict) -> str:
+    """The fragment directory beside the summary, kept (with its finished fragments) while its settings hold."""
+    from apache_beam.io.filesystems import FileSystems
+
+    directory, name = _split(summary_file)
+    fragment_directory = _join(directory, f".{name}.beam")
+    marker = _join(fragment_directory, "settings.json")
+    if FileSystems.exists(marker):
+        with FileSystems.open(marker) as handle:
+            if json.loads(handle.read()) == settings:
+                return fragment_directory
+    if FileSystems.exists(fragment_directory):
+        FileSystems.delete([fragment_directory])
+    FileSystems.mkdirs(fragment_directory)
+    _write_atomically(marker, json.dumps(settings).encode())
+    return fragment_directory
+
+
+def _read_counts(fragment_path: str) -> Optional[Dict[str, int]]:
+    """A finished fragment's counts, or None when the fragment is not written yet."""
+    from apache_beam.io.filesystems import FileSystems
+
+    if not FileSystems.exists(fragment_path):
+        return None
+    with FileSystems.open(_counts_path(fragment_path)) as handle:
+        return json.loads(handle.read())
+
+
+def _counts_path(fragment_path: str) -> str:
+    return fragment_path[:-len(".tfrecord")] + ".json"
+
+
+def _write_atomically(path: str, data: bytes) -> None:
+    from apache_beam.io.filesystems import CompressionTypes, FileSystems
+
+    temporary = _temporary_path(path)
+    with FileSystems.create(temporary, compression_type=CompressionTypes.UNCOMPRESSED) as handle:
+        handle.write(data)
+    FileSystems.rename([temporary], [path])
+
+
+def _temporary_path(path: str) -> str:
+    # Hidden and unique per attempt: concurrent attempts never write into one file, and globs skip it.
+    directory, name = _split(path)
+    return _join(directory, f".{name}.{uuid.uuid4().hex}.incomplete")
+
+
+def _split(path: str) -> Tuple[str, str]:
+    from apache_beam.io.filesystems import FileSystems
+
+    return FileSystems.split(path)
+
+
+def _join(directory: str, name: str) -> str:
+    from apache_beam.io.filesystems import FileSystems
+
+    return FileSystems.join(directory, name)

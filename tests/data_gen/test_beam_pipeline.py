@@ -1,0 +1,137 @@
+"""data_gen.beam_pipeline: the Beam pipeline writes the local run's bytes, resumes, and refuses bad options."""
+import json
+import os
+
+import pytest
+
+from data_gen import beam_pipeline
+from data_gen import create_pretraining_data as cpd
+from tests.helpers import REPO_ROOT, run_script, write_corpus
+
+# tests/conftest.py appends .venv/beam to this process's path; `make test` installs it.
+pytest.importorskip("apache_beam", reason="the beam extra is not installed: run `make beam`")
+# The Beam processes put the extra first, as a user's environment with `pip install .[beam]` would have it.
+BEAM_ENVIRONMENT = {"PYTHONPATH": os.pathsep.join([os.path.join(REPO_ROOT, ".venv", "beam"), REPO_ROOT])}
+# FnApiRunner: what DirectRunner falls back to, without first trying to download the Prism runner.
+IN_MEMORY = "runner=FnApiRunner,direct_running_mode=in_memory"
+MULTI_PROCESSING = "runner=FnApiRunner,direct_running_mode=multi_processing,direct_num_workers=2"
+NUM_SHARDS = 3
+JOB = dict(max_seq_length=64, max_predictions_per_seq=10, dupe_factor=3, random_seed=11, block_bytes=2048)
+
+
+@pytest.fixture(scope="module")
+def corpus_file(tmp_path_factory):
+    return write_corpus(str(tmp_path_factory.mktemp("corpus") / "corpus.txt"), num_documents=80, seed=5)
+
+
+@pytest.fixture(scope="module")
+def local_run(tmp_path_factory, corpus_file, spm_model_file):
+    outputs = cpd.output_shard_paths(str(tmp_path_factory.mktemp("local") / "train.tfrecord"), NUM_SHARDS)
+    summary = cpd.create_pretraining_data(corpus_file, outputs, spm_model_file, num_workers=2, **JOB)
+    return [_read(path) for path in outputs], summary
+
+
+def _read(path):
+    with open(path, "rb") as handle:
+        return handle.read()
+
+
+def _run_beam(corpus_file, spm_model_file, output_dir, options):
+    result = run_script(
+        "create_pretraining_data", f"--input_file={corpus_file}", f"--output_file={output_dir}/train.tfrecord",
+        f"--num_output_shards={NUM_SHARDS}", f"--spm_model_file={spm_model_file}", f"--beam_pipeline_options={options}",
+        *[f"--{name}={value}" for name, value in JOB.items()], timeout=300, **BEAM_ENVIRONMENT)
+    assert result.returncode == 0, result.stderr[-3000:]
+    outputs = cpd.output_shard_paths(f"{output_dir}/train.tfrecord", NUM_SHARDS)
+    with open(cpd.summary_path_for(outputs), encoding="utf-8") as handle:
+        return outputs, json.load(handle), result
+
+
+def _same_summaries(beam_summary, local_summary):
+    for summary in (beam_summary, local_summary):
+        assert summary["complete"]
+    assert beam_summary["totals"] == local_summary["totals"]
+    assert beam_summary["settings"] | {"output_files": None} == local_summary["settings"] | {"output_files": None}
+    for beam_shard, local_shard in zip(beam_summary["shards"], local_summary["shards"]):
+        assert beam_shard | {"path": None} == local_shard | {"path": None}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("options", [IN_MEMORY, MULTI_PROCESSING], ids=["in_memory", "multi_processing"])
+def test_beam_writes_the_local_runs_bytes(tmp_path, corpus_file, spm_model_file, local_run, options):
+    local_shards, local_summary = local_run
+    assert local_summary["totals"]["blocks"] > NUM_SHARDS  # several blocks per shard, so the order matters
+    outputs, summary, _ = _run_beam(corpus_file, spm_model_file, str(tmp_path), options)
+    assert [_read(path) for path in outputs] == local_shards
+    _same_summaries(summary, local_summary)
+    assert sorted(os.listdir(tmp_path)) == sorted(os.path.basename(path) for path in outputs) + [
+        "train.tfrecord.summary.json"]  # no fragments, temporary files or work directories left
+
+
+@pytest.mark.slow
+def test_rerun_rebuilds_only_the_deleted_shard(tmp_path, corpus_file, spm_model_file, local_run):
+    local_shards, local_summary = local_run
+    outputs, _, _ = _run_beam(corpus_file, spm_model_file, str(tmp_path), IN_MEMORY)
+    kept = {path: os.stat(path).st_mtime_ns for path in outputs if path != outputs[1]}
+    os.remove(outputs[1])
+    _, summary, result = _run_beam(corpus_file, spm_model_file, str(tmp_path), IN_MEMORY)
+    assert "Keeping 2 finished shard(s)" in result.stderr
+    assert "1 pending shard(s)" in result.stderr
+    assert {path: os.stat(path).st_mtime_ns for path in kept} == kept
+    assert [_read(path) for path in outputs] == local_shards
+    _same_summaries(summary, local_summary)
+
+
+def test_retried_fragments_and_assembly_keep_the_bytes(tmp_path, corpus_file, spm_model_file, local_run):
+    """Elements run twice and in any order (as retries and other bundlings do) give the same shards."""
+    local_shards, _ = local_run
+    tokenizer = cpd._job_tokenizer(spm_model_file, None)
+    options = cpd.InstanceOptions(max_seq_length=JOB["max_seq_length"], dupe_factor=JOB["dupe_factor"],
+                                  max_predictions_per_seq=JOB["max_predictions_per_seq"])
+    outputs = cpd.output_shard_paths(str(tmp_path / "train.tfrecord"), NUM_SHARDS)
+    shard_blocks = cpd._plan_shards([corpus_file], "text", JOB["block_bytes"], outputs)
+    fragment_directory = str(tmp_path / "fragments")
+    os.makedirs(fragment_directory)
+    job = beam_pipeline.BeamJob(spm_model_file, None, True, tokenizer.digit_comma_rule, "text", "text", options,
+                                cpd.SpecialIds(tokenizer.cls_id, tokenizer.sep_id, tokenizer.mask_id,
+                                               tokenizer.vocab_size), JOB["random_seed"], fragment_directory,
+                                tuple(outputs))
+    blocks = [block for assigned in shard_blocks for block in assigned]
+    first = [item for block in reversed(blocks) for item in beam_pipeline._FragmentWriter(job)(block)]
+    os.remove(job.fragment_path(blocks[0].index, 1))  # a fragment lost: only it is written again
+    second = [item for block in blocks for item in beam_pipeline._FragmentWriter(job)(block)]
+    assert sorted(first, key=repr) == sorted(second, key=repr)
+    for shard in reversed(range(NUM_SHARDS)):
+        fragments = [value for key, value in second if key == shard]
+        for _ in range(2):
+            beam_pipeline._ShardAssembler(job)((shard, ([shard_blocks[shard]], list(reversed(fragments)))))
+    assert [_read(path) for path in outputs] == local_shards
+    assert not [name for name in os.listdir(tmp_path) if name.endswith(".incomplete")]
+
+
+def test_num_workers_with_beam_options_is_refused(tmp_path, corpus_file, spm_model_file):
+    with pytest.raises(ValueError, match=r"--num_workers=2 cannot be combined with --beam_pipeline_options"):
+        cpd.create_pretraining_data(corpus_file, [str(tmp_path / "out")], spm_model_file, num_workers=2,
+                                    beam_pipeline_options=IN_MEMORY)
+    assert not os.listdir(tmp_path)
+
+
+@pytest.mark.parametrize("options, message", [
+    ("runner=FnApiRunner,,direct_num_workers=2", "has an empty item"),
+    ("--runner=FnApiRunner", "starts with a dash"),
+])
+def test_malformed_beam_options_are_refused(options, message):
+    with pytest.raises(ValueError, match=message):
+        beam_pipeline.pipeline_arguments(options)
+
+
+@pytest.mark.slow
+def test_script_refuses_num_workers_with_beam_options_in_one_line(tmp_path, corpus_file, spm_model_file):
+    result = run_script("create_pretraining_data", f"--input_file={corpus_file}",
+                        f"--output_file={tmp_path}/train.tfrecord", f"--spm_model_file={spm_model_file}",
+                        "--num_workers=1", f"--beam_pipeline_options={IN_MEMORY}", **BEAM_ENVIRONMENT)
+    assert result.returncode == 1
+    assert result.stderr.strip().splitlines() == [
+        f"error: --num_workers=1 cannot be combined with --beam_pipeline_options={IN_MEMORY!r}: Beam's own "
+        "num_workers means Dataflow workers, so give the runner's worker count inside the Beam options (e.g. "
+        "direct_num_workers=2)."]
