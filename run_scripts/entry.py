@@ -12,13 +12,16 @@ under app.run.
 
 import dis
 import functools
+import importlib.util
 import os
+import runpy
 import sys
 import traceback
 from typing import Callable, List, NoReturn, Optional
 
 from absl import app, flags
 
+CONSOLE_SCRIPT_PREFIX = "albert-"
 TRACEBACK_VARIABLE = "ALBERT_TF_TRACEBACK"
 USER_ERROR_STATUS = 1
 USAGE_ERROR_STATUS = 2
@@ -33,6 +36,22 @@ USER_ERROR_TYPES = (ValueError, FileNotFoundError, FileExistsError)
 def run(main: Callable[[List[str]], Optional[int]]) -> None:
     """Runs `main` as `app.run(main)` does, but reports a user error (`is_user_error`) and a bad flag in one line."""
     app.run(functools.partial(_main_reporting_user_errors, main), flags_parser=_parse_flags)
+
+
+def run_console_script() -> None:
+    """The console commands pyproject.toml installs: `albert-<name>` runs `python -m run_scripts.<name>`.
+
+    The command's own name says which script, so one entry point serves them all (dashes in the command read as
+    underscores in the module name): `albert-create-pretraining-data --help` is
+    `python -m run_scripts.create_pretraining_data --help`.
+    """
+    command = os.path.basename(sys.argv[0])
+    name = command[len(CONSOLE_SCRIPT_PREFIX):].replace("-", "_") if command.startswith(CONSOLE_SCRIPT_PREFIX) else ""
+    module = f"run_scripts.{name}"
+    if not name or name.startswith("_") or importlib.util.find_spec(module) is None:
+        raise SystemExit(f"error: the command {command!r} names no script of run_scripts; the commands are "
+                         f"{CONSOLE_SCRIPT_PREFIX}<script name>, e.g. {CONSOLE_SCRIPT_PREFIX}create-pretraining-data.")
+    runpy.run_module(module, run_name="__main__", alter_sys=True)
 
 
 def is_user_error(error: BaseException) -> bool:

@@ -46,8 +46,14 @@ def test_installed_package_runs_a_script_from_another_directory(tmp_path):
     found = _run(python, "-c", "import run_scripts, data_gen, albert_tf; print(run_scripts.__file__)", cwd=elsewhere)
     assert found.returncode == 0, found.stderr
     assert found.stdout.strip().startswith(str(environment)), found.stdout
-    helped = _run(python, "-m", "run_scripts.create_pretraining_data", "--help", cwd=elsewhere)
-    # absl's --help prints the flags and exits with status 1.
-    assert helped.returncode == 1, helped.stderr
-    for flag in ("--input_file", "--output_file", "--spm_model_file", "--dupe_factor", "--num_workers"):
-        assert flag in helped.stdout, f"{flag} is missing from --help:\n{helped.stdout}"
+    for command in ([python, "-m", "run_scripts.create_pretraining_data"],
+                    [str(environment / "bin" / "albert-create-pretraining-data")]):
+        helped = _run(*command, "--help", cwd=elsewhere)
+        # absl's --help prints the flags and exits with status 1.
+        assert helped.returncode == 1, helped.stderr
+        for flag in ("--input_file", "--output_file", "--spm_model_file", "--dupe_factor", "--beam_pipeline_options"):
+            assert flag in helped.stdout, f"{flag} is missing from {command[-1]} --help:\n{helped.stdout}"
+    without_flags = _run(str(environment / "bin" / "albert-create-pretraining-data"), cwd=elsewhere)
+    # A usage error, as the module gives it: one line, status 2.
+    assert without_flags.returncode == 2 and without_flags.stderr.startswith("error: flag --output_file"), (
+        without_flags.stderr)

@@ -118,3 +118,10 @@ def test_an_error_that_is_not_the_users_keeps_its_traceback():
     completed = run_python("-c", "import numpy\nfrom run_scripts import entry\n"
                                  "entry.run(lambda argv: numpy.zeros(3).reshape(2))")
     _assert_traceback(completed, "ValueError: cannot reshape array of size 3 into shape (2,)", 1)
+
+
+@pytest.mark.parametrize("command", ["albert-no-such-script", "albert-_private", "other-tool", "albert-"])
+def test_console_command_that_names_no_script_is_refused(monkeypatch, command):
+    monkeypatch.setattr("sys.argv", [f"/venv/bin/{command}"])
+    with pytest.raises(SystemExit, match=f"error: the command '{command}' names no script of run_scripts"):
+        entry.run_console_script()
