@@ -20,6 +20,9 @@ flags.DEFINE_string("output_dir", None, "Directory for the corpora, the model, t
 flags.DEFINE_integer("base_documents", 2000, "Documents in the small corpus.")
 flags.DEFINE_integer("scale", 10, "The large corpus holds scale times as many documents.")
 flags.DEFINE_integer("num_workers", 1, "Worker processes of each run.")
+flags.DEFINE_string("beam_pipeline_options", None, "Measure the Apache Beam pipeline with these options instead "
+                    "(create_pretraining_data's flag; .venv/beam first on PYTHONPATH), e.g. runner=FnApiRunner,"
+                    "direct_running_mode=multi_processing,direct_num_workers=2. Excludes --num_workers.")
 flags.DEFINE_integer("num_output_shards", 4, "Output shards of each run.")
 flags.DEFINE_string("spm_model_file", None, "SentencePiece model; by default one is trained on the small corpus.")
 flags.DEFINE_integer("vocab_size", 400, "Vocabulary of the model trained when --spm_model_file is not given.")
@@ -40,19 +43,22 @@ def main(argv):
     spm_model_file = FLAGS.spm_model_file or build_vocab.train_sentencepiece(
         [corpora["small"]], os.path.join(FLAGS.output_dir, "benchmark_spm"), vocab_size=FLAGS.vocab_size)
     results = {}
+    beam_arguments = {"beam_pipeline_options": FLAGS.beam_pipeline_options} if FLAGS.beam_pipeline_options else {}
     for name, corpus in corpora.items():
         results[name] = measure_throughput(
-            corpus, os.path.join(FLAGS.output_dir, f"shards_{name}"), spm_model_file, num_workers=FLAGS.num_workers,
+            corpus, os.path.join(FLAGS.output_dir, f"shards_{name}"), spm_model_file,
+            num_workers=FLAGS.num_workers if FLAGS["num_workers"].present else None,
             num_output_shards=FLAGS.num_output_shards, max_seq_length=FLAGS.max_seq_length,
             max_predictions_per_seq=FLAGS.max_predictions_per_seq, dupe_factor=FLAGS.dupe_factor,
-            block_bytes=FLAGS.block_bytes)
+            block_bytes=FLAGS.block_bytes, **beam_arguments)
         results[name]["corpus_bytes"] = os.path.getsize(corpus)
         result = results[name]
-        logging.info("%s corpus: %.1f MB, %d documents -> %d instances in %.1f s: %.0f instances/s (%.0f per "
-                     "worker), peak PSS %.0f MB (all processes), peak RSS %.0f MB (main process)", name,
-                     result["corpus_bytes"] / 1e6, result["documents"], result["instances"], result["seconds"],
-                     result["instances_per_second"], result["instances_per_second_per_worker"],
-                     result["peak_pss_bytes"] / 1e6, result["peak_main_rss_bytes"] / 1e6)
+        per_worker = result["instances_per_second_per_worker"]
+        logging.info("%s corpus: %.1f MB, %d documents -> %d instances in %.1f s: %.0f instances/s (%s), peak PSS "
+                     "%.0f MB (all processes), peak RSS %.0f MB (main process)", name, result["corpus_bytes"] / 1e6,
+                     result["documents"], result["instances"], result["seconds"], result["instances_per_second"],
+                     "Beam" if per_worker is None else f"{per_worker:.0f} per worker", result["peak_pss_bytes"] / 1e6,
+                     result["peak_main_rss_bytes"] / 1e6)
     growth = results["large"]["peak_pss_bytes"] / results["small"]["peak_pss_bytes"]
     logging.info("Corpus x%d -> peak memory x%.2f", FLAGS.scale, growth)
     with open(os.path.join(FLAGS.output_dir, "benchmark.json"), "w", encoding="utf-8") as handle:

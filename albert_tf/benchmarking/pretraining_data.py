@@ -7,7 +7,7 @@ import itertools
 import json
 import os
 import random
-from typing import Sequence, Tuple, Union
+from typing import Optional, Sequence, Tuple, Union
 
 from albert_tf.benchmarking.child_process import run_python_child
 
@@ -54,13 +54,15 @@ print("SUMMARY " + json.dumps({"seconds": summary["seconds"], "totals": summary[
 
 
 def measure_throughput(input_files: Union[str, Sequence[str]], output_dir: str, spm_model_file: str, *,
-                       num_workers: int = 1, num_output_shards: int = 1, poll_seconds: float = 0.2,
+                       num_workers: Optional[int] = None, num_output_shards: int = 1, poll_seconds: float = 0.2,
                        **generation_arguments) -> dict:
     """Runs `create_pretraining_data` in a child process; returns its rate and the peak memory of its processes.
 
     Peak memory is sampled every `poll_seconds`: `peak_pss_bytes` is the proportional set size summed over the
     child and its workers (shared pages counted once), `peak_main_rss_bytes` the resident size of the child.
-    Rates exclude the child's start-up (importing TensorFlow).
+    Rates exclude the child's start-up (importing TensorFlow). `num_workers` (default 1) are local worker
+    processes; with `beam_pipeline_options` among the generation arguments the Beam pipeline runs instead, its
+    workers counted in the peak PSS, and the per-worker rate is None (the runner chooses its workers).
 
     Example:
     >>> result = measure_throughput("corpus.txt", "/tmp/bench", "tiny.model", num_workers=2,
@@ -77,7 +79,8 @@ def measure_throughput(input_files: Union[str, Sequence[str]], output_dir: str, 
                              memory_poll_seconds=poll_seconds)
     result = child.record
     instances, seconds = result["totals"]["instances"], result["seconds"]
+    local_workers = None if generation_arguments.get("beam_pipeline_options") else num_workers or 1
     return {"instances": instances, "documents": result["totals"]["documents"], "seconds": seconds,
-            "num_workers": num_workers, "instances_per_second": instances / seconds,
-            "instances_per_second_per_worker": instances / seconds / num_workers,
+            "num_workers": local_workers, "instances_per_second": instances / seconds,
+            "instances_per_second_per_worker": instances / seconds / local_workers if local_workers else None,
             "peak_pss_bytes": child.peak_pss_bytes, "peak_main_rss_bytes": child.peak_rss_bytes}
