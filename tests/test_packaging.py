@@ -4,6 +4,7 @@ import shutil
 import subprocess
 import sys
 import sysconfig
+import tomllib
 
 import pytest
 
@@ -57,3 +58,17 @@ def test_installed_package_runs_a_script_from_another_directory(tmp_path):
     # A usage error, as the module gives it: one line, status 2.
     assert without_flags.returncode == 2 and without_flags.stderr.startswith("error: flag --output_file"), (
         without_flags.stderr)
+
+
+def test_every_script_has_its_console_command():
+    with open(os.path.join(REPO_ROOT, "pyproject.toml"), "rb") as handle:
+        commands = tomllib.load(handle)["project"]["scripts"]
+    scripts_directory = os.path.join(REPO_ROOT, "run_scripts")
+    scripts = []
+    for name in sorted(name for name in os.listdir(scripts_directory) if name.endswith(".py")):
+        with open(os.path.join(scripts_directory, name), encoding="utf-8") as handle:
+            source = handle.read()
+        if '\nif __name__ == "__main__":\n' in source and source.endswith("\n    entry.run(main)\n"):
+            scripts.append(name[:-len(".py")])
+    assert "create_pretraining_data" in scripts
+    assert commands == {f"albert-{name.replace('_', '-')}": "run_scripts.entry:run_console_script" for name in scripts}
