@@ -21,6 +21,9 @@ ALLOWED = {
                                "albert_tf.training", "data_gen"},
     "albert_tf.benchmarking": BASE | {"albert_tf.layers", "albert_tf.models", "albert_tf.checkpoints",
                                       "albert_tf.export", "albert_tf.training", "albert_tf.tasks", "data_gen"},
+    "albert_tf.experiments": BASE | {"albert_tf.layers", "albert_tf.models", "albert_tf.checkpoints",
+                                     "albert_tf.export", "albert_tf.training", "albert_tf.tasks",
+                                     "albert_tf.benchmarking", "data_gen"},
     "data_gen": BASE,
 }
 FIRST_PARTY = ("albert_tf", "data_gen", "run_scripts")

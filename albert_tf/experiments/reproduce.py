@@ -1,0 +1,84 @@
+"""One reproduction run: prepare the data, run (or keep) every arm of the chosen experiments, write the report.
+
+Usage (it trains for minutes, so it is not run here):
+
+    from albert_tf.experiments.reproduce import ReproduceOptions, run_reproduction
+
+    paths = run_reproduction(ReproduceOptions(output_dir="paper_smoke", experiments=["sharing"], budget="smoke"))
+    print(open(paths["report"]).read())
+
+Rerunning the same call keeps the finished arms, resumes a half-trained one from its last checkpoint, and only
+then writes the report.
+"""
+
+import dataclasses
+import os
+from typing import Dict, List, Optional, Sequence
+
+from absl import logging
+
+from albert_tf.experiments import sharing
+from albert_tf.experiments.budgets import budget_for
+from albert_tf.experiments.pretraining_data import prepare_pretraining_data
+from albert_tf.experiments.report import write_report
+from albert_tf.experiments.runner import run_arms
+from data_gen.pretraining_input import masked_lm_majority_baseline, sentence_order_majority_baseline
+
+# The experiments built so far; the issue lists more (sop_vs_nsp, layer_transitions, embedding_size, ...).
+EXPERIMENTS = {sharing.NAME: (sharing.sharing_arms, sharing.sharing_section)}
+
+
+@dataclasses.dataclass
+class ReproduceOptions:
+    """What to run and where (run_scripts.reproduce_paper's flags); `experiments` may hold "all"."""
+
+    output_dir: str
+    experiments: Sequence[str] = ("all",)
+    budget: str = "smoke"
+    corpus: Optional[Sequence[str]] = None
+    include_site_packages: bool = False
+    seeds: Sequence[int] = (0,)
+    jit_compile: object = "auto"
+
+
+def experiment_names(requested: Sequence[str]) -> List[str]:
+    """The experiments to run, in a fixed order; "all" means every one built. Unknown names are an error."""
+    unknown = sorted(set(requested) - set(EXPERIMENTS) - {"all"})
+    if unknown or not requested:
+        raise ValueError(f"--experiment={','.join(requested)}: {', '.join(unknown) or 'nothing'} is not available; "
+                         f"available: {', '.join(EXPERIMENTS)}, all.")
+    return [name for name in EXPERIMENTS if "all" in requested or name in requested]
+
+
+def _scale_text(budget, seeds: Sequence[int], corpus: str) -> str:
+    model = budget.model
+    tokens = budget.num_train_steps * budget.train_batch_size * budget.max_seq_length
+    return (f"budget `{budget.name}`: {model['num_hidden_layers']} layers, H={model['hidden_size']}, "
+            f"E={model['embedding_size']}, vocabulary {budget.vocab_size}; {budget.num_train_steps} steps of "
+            f"{budget.train_batch_size} x {budget.max_seq_length} tokens (about {tokens:,} tokens seen, the paper's "
+            f"ALBERT-base saw 125k x 4096 x 512); {len(seeds)} seed(s); corpus: {corpus}. The paper's figures are "
+            "downstream scores of ALBERT-base; ours are held-out pretraining accuracies.")
+
+
+def run_reproduction(options: ReproduceOptions) -> Dict[str, str]:
+    """Runs the experiments of `options` under options.output_dir; returns the report's and results' paths."""
+    names = experiment_names(options.experiments)
+    budget = budget_for(options.budget)
+    if not options.seeds or len(set(options.seeds)) != len(options.seeds):
+        raise ValueError(f"--seeds={','.join(map(str, options.seeds))}: give one or more distinct seeds.")
+    output_dir = os.path.abspath(options.output_dir)
+    data = prepare_pretraining_data(os.path.join(output_dir, "data"), budget, options.corpus,
+                                    options.include_site_packages)
+    arms = [arm for name in names
+            for arm in EXPERIMENTS[name][0](budget.model, budget.vocab_size, options.seeds)]
+    results = run_arms(arms, os.path.join(output_dir, "arms"), budget, data, options.jit_compile)
+    shapes = dict(max_seq_length=budget.max_seq_length, max_predictions_per_seq=budget.max_predictions_per_seq)
+    baselines = {
+        "masked_lm": masked_lm_majority_baseline(data.train_pattern, data.eval_pattern, **shapes)["accuracy"],
+        "sentence_order": sentence_order_majority_baseline(data.eval_pattern, **shapes)["accuracy"]}
+    sections = [EXPERIMENTS[name][1]({key: value for key, value in results.items() if key.startswith(name + "/")},
+                                     baselines) for name in names]
+    corpus = ", ".join(options.corpus) if options.corpus else "the built-in docstring corpus"
+    paths = write_report(output_dir, sections, results, _scale_text(budget, options.seeds, corpus), baselines)
+    logging.info("Report: %s", paths["report"])
+    return paths

@@ -1,0 +1,108 @@
+"""Arms and the resumable run over them: every arm is an ordinary pretraining output directory.
+
+An arm is finished when its directory holds `arm_result.json`, written after its evaluation: a rerun keeps it
+untouched. An arm without it is trained by run_pretraining, which resumes from the directory's last checkpoint,
+then evaluated. Progress logs the arms done and remaining, with an ETA from the arms trained in this run.
+
+Example (it trains, so it is not run here):
+>>> arm = Arm(experiment="sharing", name="share_all", seed=0, config=AlbertConfig(vocab_size=1000))  # doctest: +SKIP
+>>> results = run_arms([arm], "out/arms", budget_for("smoke"), data)  # doctest: +SKIP
+>>> results[arm.key]["eval"]["masked_lm_accuracy"]  # doctest: +SKIP
+0.08
+"""
+
+import dataclasses
+import json
+import os
+import time
+from typing import Dict, List, Sequence
+
+from absl import logging
+
+from albert_tf.config import AlbertConfig
+from albert_tf.experiments.budgets import Budget
+from albert_tf.experiments.pretraining_data import PretrainingData
+from albert_tf.models.param_count import encoder_parameters
+from albert_tf.tasks.pretraining import PretrainingOptions, run_pretraining
+
+ARM_RESULT_NAME = "arm_result.json"
+
+
+@dataclasses.dataclass(frozen=True)
+class Arm:
+    """One model of one experiment, trained with one seed."""
+
+    experiment: str
+    name: str
+    seed: int
+    config: AlbertConfig
+
+    @property
+    def key(self) -> str:
+        return f"{self.experiment}/{self.name}/seed{self.seed}"
+
+
+def arm_directory(arms_dir: str, arm: Arm) -> str:
+    return os.path.join(arms_dir, arm.experiment, arm.name, f"seed{arm.seed}")
+
+
+def _pretraining_options(output_dir: str, arm: Arm, budget: Budget, data: PretrainingData,
+                         jit_compile) -> PretrainingOptions:
+    return PretrainingOptions(
+        output_dir=output_dir, input_file=data.train_pattern, eval_input_file=data.eval_pattern, do_train=True,
+        do_eval=True, max_seq_length=budget.max_seq_length, max_predictions_per_seq=budget.max_predictions_per_seq,
+        train_batch_size=budget.train_batch_size, eval_batch_size=budget.eval_batch_size, optimizer="lamb",
+        learning_rate=budget.learning_rate, num_train_steps=budget.num_train_steps,
+        num_warmup_steps=budget.num_warmup_steps, save_checkpoints_steps=budget.num_train_steps,
+        keep_checkpoint_max=1, max_eval_steps=budget.max_eval_steps, log_every_steps=budget.num_train_steps,
+        jit_compile=jit_compile, seed=arm.seed)
+
+
+def _read_result(path: str) -> Dict[str, object]:
+    with open(path, encoding="utf-8") as handle:
+        return json.load(handle)
+
+
+def run_arm(arm: Arm, output_dir: str, budget: Budget, data: PretrainingData, jit_compile="auto") -> Dict[str, object]:
+    """Trains (or resumes) and evaluates one arm, writes its arm_result.json and returns it."""
+    options = _pretraining_options(output_dir, arm, budget, data, jit_compile)
+    results = run_pretraining(arm.config, options)
+    result = {"arm": arm.name, "seed": arm.seed, "parameters": encoder_parameters(arm.config),
+              "eval": results["eval"], "train": results["train"]}
+    temporary = os.path.join(output_dir, ARM_RESULT_NAME + ".incomplete")
+    with open(temporary, "w", encoding="utf-8") as handle:
+        json.dump(result, handle, indent=2, sort_keys=True, default=float)
+    os.replace(temporary, os.path.join(output_dir, ARM_RESULT_NAME))
+    return result
+
+
+def _eta_text(seconds: float) -> str:
+    minutes, seconds = divmod(int(round(seconds)), 60)
+    hours, minutes = divmod(minutes, 60)
+    return f"{hours}h{minutes:02d}m{seconds:02d}s" if hours else f"{minutes}m{seconds:02d}s"
+
+
+def run_arms(arms: Sequence[Arm], arms_dir: str, budget: Budget, data: PretrainingData,
+             jit_compile="auto") -> Dict[str, Dict[str, object]]:
+    """Runs every arm that is not finished, in order, and returns {arm.key: its result} for all of them."""
+    keys = [arm.key for arm in arms]
+    if len(set(keys)) != len(keys):
+        raise ValueError(f"Two arms share a key: {sorted(key for key in keys if keys.count(key) > 1)}.")
+    results: Dict[str, Dict[str, object]] = {}
+    pending: List[Arm] = []
+    for arm in arms:
+        path = os.path.join(arm_directory(arms_dir, arm), ARM_RESULT_NAME)
+        if os.path.exists(path):
+            results[arm.key] = _read_result(path)
+        else:
+            pending.append(arm)
+    logging.info("Arms: %d finished and kept, %d to run", len(results), len(pending))
+    started = time.time()
+    for index, arm in enumerate(pending):
+        logging.info("Arm %s: training (%d of %d to run)", arm.key, index + 1, len(pending))
+        results[arm.key] = run_arm(arm, arm_directory(arms_dir, arm), budget, data, jit_compile)
+        done = index + 1
+        eta = (time.time() - started) / done * (len(pending) - done)
+        logging.info("Arms done: %d of %d; remaining %d, ETA %s", len(results), len(arms), len(pending) - done,
+                     _eta_text(eta))
+    return {key: results[key] for key in keys}

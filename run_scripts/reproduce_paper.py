@@ -1,0 +1,46 @@
+"""Reproduces the paper's measured claims at a budget and writes REPORT.md, results.json and plots.
+
+    python -m run_scripts.reproduce_paper --experiment=all --budget=smoke --output_dir=paper_smoke
+    python -m run_scripts.reproduce_paper --experiment=sharing --corpus=my_text.txt --seeds=0,1,2 \
+        --output_dir=paper_mine
+
+Every arm is an ordinary pretraining output directory under OUTPUT_DIR/arms: rerunning the same command keeps
+the finished arms, resumes a half-trained one from its last checkpoint, and then writes the report.
+"""
+
+from absl import flags
+
+from albert_tf.experiments.reproduce import EXPERIMENTS, ReproduceOptions, run_reproduction
+from albert_tf.training import host_allocator
+from run_scripts import entry
+from run_scripts.training_flags import define_jit_compile_flag
+
+FLAGS = flags.FLAGS
+flags.DEFINE_list("experiment", ["all"], f"Experiments to run, from {', '.join(EXPERIMENTS)}, or all.")
+flags.DEFINE_enum("budget", "smoke", ["smoke", "small", "full"], "How large the models and runs are.")
+flags.DEFINE_list("corpus", None, "Text files in the original format (one sentence per line, a blank line between "
+                  "documents); by default the built-in docstring corpus.")
+flags.DEFINE_bool("include_site_packages", False, "Build the built-in corpus from site-packages too (larger).")
+flags.DEFINE_list("seeds", ["0"], "Seeds of the models' initialization; every arm runs once per seed.")
+flags.DEFINE_string("output_dir", "paper_reproduction", "Where the data, the arms and the report go.")
+define_jit_compile_flag()
+
+
+def _seeds(values):
+    try:
+        return [int(value) for value in values]
+    except ValueError:
+        raise ValueError(f"--seeds={','.join(values)}: every seed must be an integer.") from None
+
+
+def main(argv):
+    del argv
+    host_allocator.prefer_training_defaults()
+    paths = run_reproduction(ReproduceOptions(
+        output_dir=FLAGS.output_dir, experiments=FLAGS.experiment, budget=FLAGS.budget, corpus=FLAGS.corpus,
+        include_site_packages=FLAGS.include_site_packages, seeds=_seeds(FLAGS.seeds), jit_compile=FLAGS.jit_compile))
+    print(f"Report: {paths['report']}\nResults: {paths['results']}")
+
+
+if __name__ == "__main__":
+    entry.run(main)

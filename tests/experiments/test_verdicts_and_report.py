@@ -1,0 +1,62 @@
+"""Verdicts from seed spreads, the sharing table's failed-run rule and the report files, on made-up results."""
+import json
+import os
+
+import pytest
+
+from albert_tf.experiments import sharing
+from albert_tf.experiments.report import write_report
+from albert_tf.experiments.reproduce import experiment_names
+from albert_tf.experiments.verdicts import judge_difference
+
+BASELINES = {"masked_lm": 0.05, "sentence_order": 0.6}
+
+
+def _results(mlm_by_share_type, sop=0.8):
+    return {f"sharing/{share_type}/seed{seed}": {"parameters": 1000 + index, "eval": {
+                "masked_lm_accuracy": value, "sentence_order_accuracy": sop}}
+            for index, (share_type, values) in enumerate(mlm_by_share_type.items())
+            for seed, value in enumerate(values)}
+
+
+def test_a_difference_is_judged_against_the_larger_seed_spread():
+    assert judge_difference([0.30, 0.31, 0.32], [0.20, 0.21, 0.22], expect_positive=True)["verdict"] == "holds"
+    assert judge_difference([0.30, 0.31, 0.32], [0.20, 0.21, 0.22], expect_positive=False)["verdict"] == (
+        "does not hold")
+    noisy = judge_difference([0.30, 0.40, 0.20], [0.28, 0.29, 0.30], expect_positive=True)
+    assert noisy["verdict"] == "inside the noise"
+    assert noisy["spread"] == pytest.approx(0.1)
+    assert judge_difference([0.3, 0.4], [0.1, 0.2], expect_positive=True)["verdict"] == (
+        "cannot be judged (2 seeds, 3 needed)")
+
+
+def test_sharing_claims_use_mlm_means_and_skip_failed_arms():
+    section = sharing.sharing_section(_results({"none": [0.20, 0.21, 0.22], "attention": [0.20, 0.21, 0.22],
+                                                "ffn": [0.10, 0.11, 0.12], "all": [0.04, 0.05, 0.05]}), BASELINES)
+    assert section["claims"]["ffn_sharing_costs_most"]["verdict"] == "holds"
+    assert section["claims"]["ffn_sharing_costs_most"]["difference"] == pytest.approx(0.10)
+    assert section["claims"]["attention_sharing_is_free"]["verdict"] == "inside the noise"
+    assert section["arms"]["all"]["status"] == "failed: not above the majority baseline"
+    assert section["arms"]["ffn"]["status"] == "ok"
+    assert "| all | 12M | 80.1 | 1,003 | 0.047 ± 0.006 |" in section["table"]
+    failed = sharing.sharing_section(_results({share_type: [0.2] for share_type in sharing.SHARE_TYPES}, sop=0.6),
+                                     BASELINES)
+    assert failed["claims"]["ffn_sharing_costs_most"]["verdict"] == "not judged: failed run(s) attention, ffn"
+
+
+def test_the_report_has_every_table_plot_and_results_key(tmp_path):
+    results = _results({"none": [0.2], "attention": [0.2], "ffn": [0.1], "all": [0.1]})
+    section = sharing.sharing_section(results, BASELINES)
+    paths = write_report(str(tmp_path), [section], results, scale="made up", baselines=BASELINES)
+    report = open(paths["report"], encoding="utf-8").read()
+    assert "## Cross-layer sharing (paper Table 4)" in report and "cannot be judged (1 seed, 3 needed)" in report
+    assert os.path.getsize(tmp_path / "sharing_accuracy.png") > 1000
+    document = json.load(open(paths["results"], encoding="utf-8"))
+    assert document["arms"]["sharing/ffn"]["seed0"]["masked_lm_accuracy"] == 0.1
+    assert set(document["claims"]) == {"sharing/attention_sharing_is_free", "sharing/ffn_sharing_costs_most"}
+
+
+def test_unknown_experiments_are_named():
+    assert experiment_names(["all"]) == ["sharing"]
+    with pytest.raises(ValueError, match="--experiment=sharing,speed: speed is not available; available: sharing"):
+        experiment_names(["sharing", "speed"])
