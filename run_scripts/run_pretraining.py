@@ -45,6 +45,8 @@ flags.DEFINE_string("preset", None, "A named config instead of --albert_config_f
 flags.DEFINE_string("eval_input_file", None, "Evaluation TFRecords (default: --input_file, as the original).")
 flags.DEFINE_integer("gradient_accumulation_steps", 1, "Micro-batches per optimizer step.")
 flags.DEFINE_integer("log_every_steps", 100, "Log loss, learning rate, throughput and ETA this often.")
+flags.DEFINE_float("sentence_loss_weight", 1.0, "Weight of the SOP (or NSP) loss in the objective; 0 trains the "
+                   "masked LM alone.")
 define_compute_flags()
 define_distribution_flags()
 define_original_flags({"masked_lm_budget": "not supported: the original's masked_lm_budget mode was "

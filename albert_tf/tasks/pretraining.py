@@ -15,6 +15,7 @@ Usage (it needs pretraining records, so it is not run here):
 """
 
 import dataclasses
+import functools
 import json
 import os
 from typing import Callable, Dict, Optional
@@ -46,7 +47,8 @@ class PretrainingOptions(TrainingSettings):
     """The original run_pretraining.py flags (same names and defaults) plus this project's additions.
 
     `input_file` is a glob or a comma-separated list of globs; evaluation reads `eval_input_file`, by default
-    `input_file` as the original.
+    `input_file` as the original. `sentence_loss_weight` scales the SOP (or NSP) loss in the objective: 1, the
+    original's sum, by default; 0 trains the masked LM alone.
     """
 
     output_dir: str
@@ -71,10 +73,17 @@ class PretrainingOptions(TrainingSettings):
     init_from_group0: bool = False
     gradient_accumulation_steps: int = 1
     log_every_steps: int = 100
+    sentence_loss_weight: float = 1.0
+
+    def __post_init__(self):
+        super().__post_init__()
+        if not self.sentence_loss_weight >= 0.0:
+            raise ValueError(f"sentence_loss_weight={self.sentence_loss_weight} must be >= 0 (0 trains the masked "
+                             "LM alone).")
 
 
-def _pretraining_loss_fn(model, batch):
-    return pretraining_loss(model(batch, training=True), batch)
+def _pretraining_loss_fn(model, batch, sentence_loss_weight=1.0):
+    return pretraining_loss(model(batch, training=True), batch, sentence_loss_weight=sentence_loss_weight)
 
 
 def _pretraining_metrics_fn(model, batch):
@@ -161,7 +170,9 @@ class Pretraining:
                 options.optimizer, options.learning_rate, options.num_train_steps, options.num_warmup_steps,
                 start_warmup_step=options.start_warmup_step, poly_power=options.poly_power)
         self.trainer = Trainer(
-            self.strategy, self.model, self.optimizer, _pretraining_loss_fn, model_dir=options.output_dir,
+            self.strategy, self.model, self.optimizer,
+            functools.partial(_pretraining_loss_fn, sentence_loss_weight=options.sentence_loss_weight),
+            model_dir=options.output_dir,
             steps_per_loop=options.steps_per_loop, jit_compile=options.jit_compile,
             gradient_accumulation_steps=options.gradient_accumulation_steps,
             save_checkpoints_steps=options.save_checkpoints_steps, keep_checkpoint_max=options.keep_checkpoint_max,
@@ -184,6 +195,17 @@ class Pretraining:
         check_first_batch(next(iter(dataset_fn(None, 2, 0))), self.config, source)
         self._initialize_from_checkpoint()
         return self.trainer.train(dataset_fn, self.options.num_train_steps, self.options.train_batch_size)
+
+    def evaluate_latest(self, dataset_fn: DatasetFn) -> Dict[str, float]:
+        """The last checkpoint's metrics on dataset_fn, writing nothing: for further held-out sets."""
+        path = tf.train.latest_checkpoint(self.options.output_dir)
+        if not path:
+            raise ValueError(f"No checkpoint to evaluate in {self.options.output_dir}; train first (--do_train).")
+        self.trainer.restore(path)
+        results = self.trainer.evaluate(dataset_fn, _pretraining_metrics_fn, self.options.eval_batch_size,
+                                        max_steps=self.options.max_eval_steps)
+        results["global_step"] = self.trainer.step
+        return results
 
     def evaluate_checkpoints(self, dataset_fn: DatasetFn) -> Dict[str, float]:
         """Evaluates every checkpoint in output_dir in step order, as the original's eval loop (without

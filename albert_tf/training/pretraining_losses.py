@@ -18,16 +18,19 @@ def _sentence_order_example_losses(outputs, batch):
                                                          logits=tf.cast(outputs["sop_logits"], tf.float32))
 
 
-def pretraining_loss(outputs, batch):
+def pretraining_loss(outputs, batch, sentence_loss_weight=1.0):
     """Returns (total loss, {masked_lm_loss, sentence_order_loss}) for one (replica's) batch.
 
-    MLM = Σ(w·CE) / (Σw + 1e-5) over the predicted positions; SOP = mean CE; total = their sum.
+    MLM = Σ(w·CE) / (Σw + 1e-5) over the predicted positions; SOP = mean CE; total = MLM + weight · SOP, the
+    original's sum at the default weight 1. Weight 0 is the MLM-only objective (the paper's Table 5 "None"): the
+    sentence head then gets zero gradients (not none, so every variable keeps its optimizer slots) and its loss
+    is still reported.
     """
     weights = tf.cast(batch["masked_lm_weights"], tf.float32)
     masked_lm_loss = (tf.reduce_sum(weights * _masked_lm_example_losses(outputs, batch))
                       / (tf.reduce_sum(weights) + MLM_DENOMINATOR_EPSILON))
     sentence_order_loss = tf.reduce_mean(_sentence_order_example_losses(outputs, batch))
-    return masked_lm_loss + sentence_order_loss, {"masked_lm_loss": masked_lm_loss,
+    return masked_lm_loss + sentence_loss_weight * sentence_order_loss, {"masked_lm_loss": masked_lm_loss,
                                                   "sentence_order_loss": sentence_order_loss}
 
 

@@ -161,3 +161,23 @@ def test_help_lists_the_shared_training_flags(script):
     help_text = run_script(script, "--help", timeout=120).stdout
     for name in ("--[no]jit_compile", "--num_recomputed_blocks", "--strategy", "--seed", "--mixed_precision"):
         assert name in help_text, name
+
+
+@pytest.mark.slow
+def test_the_masked_lm_alone_leaves_the_sentence_head_untrained(records, tmp_path):
+    run = Pretraining(tiny_config(), options(tmp_path, sentence_loss_weight=0.0, num_train_steps=10))
+    run.model(next(iter(dataset_fn(str(records / "eval.tfrecord"), is_training=False)(None, 2, 0))))
+    # The bias is excluded from weight decay, so with zero gradients nothing moves it.
+    head_before = [weight.numpy().copy() for weight in run.model.sentence_order_head.weights]
+    encoder_before = [weight.numpy().copy() for weight in run.model.encoder.weights]
+    run.train(dataset_fn(str(records / "train.tfrecord")))
+    bias_moved = [not np.array_equal(before, weight.numpy()) for before, weight in
+                  zip(head_before, run.model.sentence_order_head.weights) if "bias" in weight.path]
+    assert bias_moved == [False]
+    assert any(not np.array_equal(before, weight.numpy())
+               for before, weight in zip(encoder_before, run.model.encoder.weights))
+    results = run.evaluate_latest(dataset_fn(str(records / "eval.tfrecord"), is_training=False))
+    assert results["global_step"] == 10 and 0.0 < results["sentence_order_accuracy"] <= 1.0
+    assert not (tmp_path / "eval_results.json").exists()
+    with pytest.raises(ValueError, match="sentence_loss_weight=-1.0 must be >= 0"):
+        options(tmp_path, sentence_loss_weight=-1.0)

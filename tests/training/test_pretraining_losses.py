@@ -52,3 +52,12 @@ def test_metric_sums_weight_mlm_by_masked_lm_weights():
     np.testing.assert_allclose(loss_sum / count,
                                (w * cross_entropy(outputs["mlm_logits"], batch["masked_lm_ids"])).sum() / w.sum(),
                                rtol=1e-6)
+
+
+def test_sentence_loss_weight_scales_the_sentence_loss_and_zero_leaves_the_masked_lm_alone():
+    outputs, batch = make_case(2)
+    _, parts = pretraining_loss(outputs, batch)
+    for weight in (0.0, 0.5):
+        total, weighted_parts = pretraining_loss(outputs, batch, sentence_loss_weight=weight)
+        np.testing.assert_allclose(total, parts["masked_lm_loss"] + weight * parts["sentence_order_loss"], rtol=1e-6)
+        np.testing.assert_allclose(weighted_parts["sentence_order_loss"], parts["sentence_order_loss"], rtol=1e-6)
