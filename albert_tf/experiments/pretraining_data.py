@@ -1,34 +1,38 @@
-"""The data every arm of an experiment shares: the corpus split, its vocabulary and its SOP shards.
+"""The data every arm of an experiment shares: the corpus split, its vocabulary, SOP and NSP shards and the pure
+sentence-pair evaluation sets.
 
 Everything is written once under `data_dir` and reused by a rerun: the corpus and the vocabulary when their files
 exist, the shards through create_pretraining_data's own resumption.
 
 Example (it trains a vocabulary, so it is not run here):
 >>> data = prepare_pretraining_data("out/data", budget_for("smoke"))  # doctest: +SKIP
->>> data.train_pattern  # doctest: +SKIP
+>>> data.train_patterns["sop"]  # doctest: +SKIP
 'out/data/sop/train.tfrecord-00000-of-00001'
 """
 
 import dataclasses
 import os
-from typing import List, Optional, Sequence
+from typing import Dict, List, Optional, Sequence
 
 from absl import logging
 
 from albert_tf.experiments.budgets import Budget
 from data_gen import build_vocab, corpora
 from data_gen.create_pretraining_data import create_pretraining_data, output_shard_paths
+from data_gen.sentence_pair_eval import write_sentence_pair_eval_set
 
 EVAL_RANDOM_SEED = 54321
 
 
 @dataclasses.dataclass(frozen=True)
 class PretrainingData:
-    """Paths of the prepared data: the vocabulary model and the train / held-out record patterns."""
+    """Paths of the prepared data: the vocabulary model, the training records by objective ("sop", "nsp"), the
+    original generator's held-out SOP records, and the pure, balanced held-out sets by task ("sop", "nsp")."""
 
     spm_model_file: str
-    train_pattern: str
+    train_patterns: Dict[str, str]
     eval_pattern: str
+    pure_eval_patterns: Dict[str, str]
 
 
 def _read_documents(path: str) -> List[List[str]]:
@@ -70,7 +74,8 @@ def split_corpus(corpus_files: Sequence[str], train_path: str, holdout_path: str
 
 def prepare_pretraining_data(data_dir: str, budget: Budget, corpus_files: Optional[Sequence[str]] = None,
                              include_site_packages: bool = False) -> PretrainingData:
-    """Writes the text split, the SentencePiece model and the SOP shards under `data_dir` (kept on a rerun)."""
+    """Writes the text split, the SentencePiece model, the shards and the pure sets under `data_dir` (kept on a
+    rerun)."""
     text_dir = os.path.join(data_dir, "text")
     os.makedirs(text_dir, exist_ok=True)
     train_text, holdout_text = os.path.join(text_dir, "train.txt"), os.path.join(text_dir, "holdout.txt")
@@ -86,9 +91,21 @@ def prepare_pretraining_data(data_dir: str, budget: Budget, corpus_files: Option
         logging.info("Training the %d-piece vocabulary on %s", budget.vocab_size, train_text)
         build_vocab.train_sentencepiece([train_text], spm_prefix, vocab_size=budget.vocab_size)
     shapes = dict(max_seq_length=budget.max_seq_length, max_predictions_per_seq=budget.max_predictions_per_seq)
-    train_shards = output_shard_paths(os.path.join(data_dir, "sop", "train.tfrecord"), 1)
+    train_patterns = {}
+    for objective in ("sop", "nsp"):
+        shards = output_shard_paths(os.path.join(data_dir, objective, "train.tfrecord"), 1)
+        create_pretraining_data(train_text, shards, spm_model_file, dupe_factor=budget.dupe_factor,
+                                random_next_sentence=objective == "nsp", **shapes)
+        train_patterns[objective] = ",".join(shards)
     eval_shards = output_shard_paths(os.path.join(data_dir, "sop", "eval.tfrecord"), 1)
-    create_pretraining_data(train_text, train_shards, spm_model_file, dupe_factor=budget.dupe_factor, **shapes)
     create_pretraining_data(holdout_text, eval_shards, spm_model_file, dupe_factor=1, random_seed=EVAL_RANDOM_SEED,
                             **shapes)
-    return PretrainingData(spm_model_file, ",".join(train_shards), ",".join(eval_shards))
+    pure_eval_patterns = {}
+    for task in ("sop", "nsp"):
+        path = os.path.join(data_dir, "pure", f"{task}.tfrecord")
+        if not os.path.exists(path):
+            counts = write_sentence_pair_eval_set(holdout_text, path, spm_model_file, task,
+                                                  random_seed=EVAL_RANDOM_SEED, **shapes)
+            logging.info("Pure %s set: %s", task, counts)
+        pure_eval_patterns[task] = path
+    return PretrainingData(spm_model_file, train_patterns, ",".join(eval_shards), pure_eval_patterns)

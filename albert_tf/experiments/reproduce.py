@@ -17,15 +17,16 @@ from typing import Dict, List, Optional, Sequence
 
 from absl import logging
 
-from albert_tf.experiments import sharing
+from albert_tf.experiments import sharing, sop_vs_nsp
 from albert_tf.experiments.budgets import budget_for
 from albert_tf.experiments.pretraining_data import prepare_pretraining_data
 from albert_tf.experiments.report import write_report
 from albert_tf.experiments.runner import run_arms
 from data_gen.pretraining_input import masked_lm_majority_baseline, sentence_order_majority_baseline
 
-# The experiments built so far; the issue lists more (sop_vs_nsp, layer_transitions, embedding_size, ...).
-EXPERIMENTS = {sharing.NAME: (sharing.sharing_arms, sharing.sharing_section)}
+# The experiments built so far; the issue lists more (layer_transitions, embedding_size, dropout, speed).
+EXPERIMENTS = {sharing.NAME: (sharing.sharing_arms, sharing.sharing_section),
+               sop_vs_nsp.NAME: (sop_vs_nsp.sop_vs_nsp_arms, sop_vs_nsp.sop_vs_nsp_section)}
 
 
 @dataclasses.dataclass
@@ -74,8 +75,13 @@ def run_reproduction(options: ReproduceOptions) -> Dict[str, str]:
     results = run_arms(arms, os.path.join(output_dir, "arms"), budget, data, options.jit_compile)
     shapes = dict(max_seq_length=budget.max_seq_length, max_predictions_per_seq=budget.max_predictions_per_seq)
     baselines = {
-        "masked_lm": masked_lm_majority_baseline(data.train_pattern, data.eval_pattern, **shapes)["accuracy"],
-        "sentence_order": sentence_order_majority_baseline(data.eval_pattern, **shapes)["accuracy"]}
+        "masked_lm": masked_lm_majority_baseline(data.train_patterns["sop"], data.eval_pattern, **shapes)["accuracy"],
+        "sentence_order": sentence_order_majority_baseline(data.eval_pattern, **shapes)["accuracy"],
+        # The MLM accuracy of sop_vs_nsp is on the pure SOP set's masked positions.
+        "masked_lm_pure": masked_lm_majority_baseline(data.train_patterns["sop"], data.pure_eval_patterns["sop"],
+                                                      **shapes)["accuracy"],
+        **{f"{task}_pure": sentence_order_majority_baseline(pattern, **shapes)["accuracy"]
+           for task, pattern in data.pure_eval_patterns.items()}}
     sections = [EXPERIMENTS[name][1]({key: value for key, value in results.items() if key.startswith(name + "/")},
                                      baselines) for name in names]
     corpus = ", ".join(options.corpus) if options.corpus else "the built-in docstring corpus"

@@ -23,19 +23,25 @@ from albert_tf.config import AlbertConfig
 from albert_tf.experiments.budgets import Budget
 from albert_tf.experiments.pretraining_data import PretrainingData
 from albert_tf.models.param_count import encoder_parameters
-from albert_tf.tasks.pretraining import PretrainingOptions, run_pretraining
+from albert_tf.tasks.pretraining import Pretraining, PretrainingOptions, run_pretraining
+from data_gen.pretraining_input import pretraining_dataset_fn
 
 ARM_RESULT_NAME = "arm_result.json"
 
 
 @dataclasses.dataclass(frozen=True)
 class Arm:
-    """One model of one experiment, trained with one seed."""
+    """One model of one experiment, trained with one seed: on the `train_data` records ("sop" or "nsp") with the
+    sentence loss weighted by `sentence_loss_weight` (0: the masked LM alone), evaluated on the original
+    generator's held-out records and, with `evaluate_pure_sets`, on the pure SOP and NSP sets."""
 
     experiment: str
     name: str
     seed: int
     config: AlbertConfig
+    train_data: str = "sop"
+    sentence_loss_weight: float = 1.0
+    evaluate_pure_sets: bool = False
 
     @property
     def key(self) -> str:
@@ -49,13 +55,13 @@ def arm_directory(arms_dir: str, arm: Arm) -> str:
 def _pretraining_options(output_dir: str, arm: Arm, budget: Budget, data: PretrainingData,
                          jit_compile) -> PretrainingOptions:
     return PretrainingOptions(
-        output_dir=output_dir, input_file=data.train_pattern, eval_input_file=data.eval_pattern, do_train=True,
+        output_dir=output_dir, input_file=data.train_patterns[arm.train_data], eval_input_file=data.eval_pattern, do_train=True,
         do_eval=True, max_seq_length=budget.max_seq_length, max_predictions_per_seq=budget.max_predictions_per_seq,
         train_batch_size=budget.train_batch_size, eval_batch_size=budget.eval_batch_size, optimizer="lamb",
         learning_rate=budget.learning_rate, num_train_steps=budget.num_train_steps,
         num_warmup_steps=budget.num_warmup_steps, save_checkpoints_steps=budget.num_train_steps,
         keep_checkpoint_max=1, max_eval_steps=budget.max_eval_steps, log_every_steps=budget.num_train_steps,
-        jit_compile=jit_compile, seed=arm.seed)
+        jit_compile=jit_compile, seed=arm.seed, sentence_loss_weight=arm.sentence_loss_weight)
 
 
 def _read_result(path: str) -> Dict[str, object]:
@@ -69,6 +75,11 @@ def run_arm(arm: Arm, output_dir: str, budget: Budget, data: PretrainingData, ji
     results = run_pretraining(arm.config, options)
     result = {"arm": arm.name, "seed": arm.seed, "parameters": encoder_parameters(arm.config),
               "eval": results["eval"], "train": results["train"]}
+    if arm.evaluate_pure_sets:
+        run = Pretraining(arm.config, options)
+        lengths = dict(max_seq_length=budget.max_seq_length, max_predictions_per_seq=budget.max_predictions_per_seq)
+        result["pure_eval"] = {task: run.evaluate_latest(pretraining_dataset_fn(pattern, is_training=False, **lengths))
+                               for task, pattern in sorted(data.pure_eval_patterns.items())}
     temporary = os.path.join(output_dir, ARM_RESULT_NAME + ".incomplete")
     with open(temporary, "w", encoding="utf-8") as handle:
         json.dump(result, handle, indent=2, sort_keys=True, default=float)

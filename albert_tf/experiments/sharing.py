@@ -73,4 +73,5 @@ def sharing_section(results: Mapping[str, Mapping[str, object]], baselines: Mapp
     table = "\n".join(["| share_type | paper params | paper downstream avg | our params | our held-out MLM acc "
                        "| our held-out SOP acc | run |", "|---|---|---|---|---|---|---|", *rows])
     return {"name": NAME, "title": "Cross-layer sharing (paper Table 4)", "table": table, "arms": numbers,
-            "claims": claims}
+            "claims": claims, "plot_metrics": [("masked_lm_accuracy", "masked_lm", "MLM accuracy"),
+                                               ("sentence_order_accuracy", "sentence_order", "SOP accuracy")]}

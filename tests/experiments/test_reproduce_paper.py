@@ -19,24 +19,35 @@ def _checkpoint_mtimes(output_dir):
 @pytest.mark.slow
 def test_smoke_budget_writes_every_table_plot_and_key_and_a_rerun_keeps_the_arms(tmp_path):
     output_dir = str(tmp_path / "smoke")
-    first = run_script("reproduce_paper", "--experiment=all", "--budget=smoke", f"--output_dir={output_dir}")
+    # --nojit_compile: auto's timed trials and XLA's compiles would be most of the tiny models' minutes.
+    flags = ("--experiment=all", "--budget=smoke", "--nojit_compile", f"--output_dir={output_dir}")
+    first = run_script("reproduce_paper", *flags)
     assert first.returncode == 0, first.stderr[-3000:]
     report = open(os.path.join(output_dir, "REPORT.md"), encoding="utf-8").read()
-    assert "## Cross-layer sharing (paper Table 4)" in report
-    assert "| share_type | paper params |" in report
-    assert os.path.getsize(os.path.join(output_dir, "sharing_accuracy.png")) > 1000
+    for title in ("## Cross-layer sharing (paper Table 4)", "| share_type | paper params |",
+                  "## Sentence objectives: none, NSP, SOP (paper Table 5)", "| trained on | paper MLM |",
+                  "| majority baseline |"):
+        assert title in report
+    for plot in ("sharing_accuracy.png", "sop_vs_nsp_accuracy.png"):
+        assert os.path.getsize(os.path.join(output_dir, plot)) > 1000
     document = json.load(open(os.path.join(output_dir, "results.json"), encoding="utf-8"))
-    assert set(document["arms"]) == {f"sharing/{share_type}" for share_type in ("none", "attention", "ffn", "all")}
-    for seeds in document["arms"].values():
+    assert set(document["arms"]) == ({f"sharing/{share_type}" for share_type in ("none", "attention", "ffn", "all")}
+                                     | {f"sop_vs_nsp/{arm}" for arm in ("none", "nsp", "sop")})
+    for arm, seeds in document["arms"].items():
         assert set(seeds["seed0"]) >= {"parameters", "masked_lm_accuracy", "sentence_order_accuracy"}
-    assert set(document["claims"]) == {"sharing/attention_sharing_is_free", "sharing/ffn_sharing_costs_most"}
-    assert set(EXPERIMENTS) == {"sharing"}  # a new experiment must add its checks here
+        if arm.startswith("sop_vs_nsp/"):
+            assert set(seeds["seed0"]) >= {"pure_sop/sentence_order_accuracy", "pure_nsp/sentence_order_accuracy",
+                                           "pure_sop/masked_lm_accuracy"}
+    assert set(document["claims"]) == {"sharing/attention_sharing_is_free", "sharing/ffn_sharing_costs_most",
+                                       "sop_vs_nsp/nsp_does_not_solve_sop", "sop_vs_nsp/sop_solves_nsp"}
+    assert set(document["baselines"]) == {"masked_lm", "sentence_order", "masked_lm_pure", "sop_pure", "nsp_pure"}
+    assert set(EXPERIMENTS) == {"sharing", "sop_vs_nsp"}  # a new experiment must add its checks here
 
     mtimes = _checkpoint_mtimes(output_dir)
-    assert len([path for path in mtimes if path.endswith(".index")]) == 4
-    rerun = run_script("reproduce_paper", "--experiment=all", "--budget=smoke", f"--output_dir={output_dir}")
+    assert len([path for path in mtimes if path.endswith(".index")]) == 7
+    rerun = run_script("reproduce_paper", *flags)
     assert rerun.returncode == 0, rerun.stderr[-3000:]
-    assert "Arms: 4 finished and kept, 0 to run" in rerun.stderr
+    assert "Arms: 7 finished and kept, 0 to run" in rerun.stderr
     assert _checkpoint_mtimes(output_dir) == mtimes
 
 
@@ -52,6 +63,7 @@ def test_smoke_budget_runs_on_a_corpus_given(tmp_path):
         handle.write("\n\n".join(documents[:len(documents) // 2]) + "\n\n")
     output_dir = str(tmp_path / "mine")
     completed = run_script("reproduce_paper", "--experiment=sharing", f"--corpus={corpus}", "--seeds=3",
+                           "--nojit_compile",
                            f"--output_dir={output_dir}")
     assert completed.returncode == 0, completed.stderr[-3000:]
     assert f"corpus: {corpus}" in open(os.path.join(output_dir, "REPORT.md"), encoding="utf-8").read()

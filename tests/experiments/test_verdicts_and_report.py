@@ -4,12 +4,12 @@ import os
 
 import pytest
 
-from albert_tf.experiments import sharing
+from albert_tf.experiments import sharing, sop_vs_nsp
 from albert_tf.experiments.report import write_report
 from albert_tf.experiments.reproduce import experiment_names
 from albert_tf.experiments.verdicts import judge_difference
 
-BASELINES = {"masked_lm": 0.05, "sentence_order": 0.6}
+BASELINES = {"masked_lm": 0.05, "sentence_order": 0.6, "masked_lm_pure": 0.05, "sop_pure": 0.5, "nsp_pure": 0.5}
 
 
 def _results(mlm_by_share_type, sop=0.8):
@@ -57,6 +57,32 @@ def test_the_report_has_every_table_plot_and_results_key(tmp_path):
 
 
 def test_unknown_experiments_are_named():
-    assert experiment_names(["all"]) == ["sharing"]
-    with pytest.raises(ValueError, match="--experiment=sharing,speed: speed is not available; available: sharing"):
+    assert experiment_names(["all"]) == ["sharing", "sop_vs_nsp"]
+    assert experiment_names(["sop_vs_nsp"]) == ["sop_vs_nsp"]
+    with pytest.raises(ValueError, match="--experiment=sharing,speed: speed is not available; available: sharing, "
+                                         "sop_vs_nsp, all"):
         experiment_names(["sharing", "speed"])
+
+
+def _pure_results(accuracies):
+    """{arm: [(mlm, nsp, sop) per seed]} as run_arm writes them under pure_eval."""
+    return {f"sop_vs_nsp/{arm}/seed{seed}": {"parameters": 1, "pure_eval": {
+                "sop": {"masked_lm_accuracy": mlm, "sentence_order_accuracy": sop},
+                "nsp": {"masked_lm_accuracy": mlm, "sentence_order_accuracy": nsp}}}
+            for arm, seeds in accuracies.items() for seed, (mlm, nsp, sop) in enumerate(seeds)}
+
+
+def test_sop_vs_nsp_fails_an_arm_only_on_what_it_trained_on_and_judges_the_claims():
+    seeds = {"none": [(0.20, 0.50, 0.50)] * 3,
+             "nsp": [(0.20, 0.80, 0.51), (0.21, 0.81, 0.50), (0.22, 0.82, 0.49)],
+             "sop": [(0.20, 0.70, 0.80), (0.21, 0.71, 0.81), (0.22, 0.72, 0.82)]}
+    section = sop_vs_nsp.sop_vs_nsp_section(_pure_results(seeds), BASELINES)
+    assert section["arms"]["none"]["status"] == "ok"  # at chance on both sets, but it trained on neither
+    assert section["claims"]["nsp_does_not_solve_sop"]["verdict"] == "holds"
+    assert section["claims"]["nsp_does_not_solve_sop"]["difference"] == pytest.approx(0.31)
+    assert section["claims"]["sop_solves_nsp"]["verdict"] == "holds"
+    seeds["sop"] = [(0.2, 0.5, 0.5)] * 3
+    failed = sop_vs_nsp.sop_vs_nsp_section(_pure_results(seeds), BASELINES)
+    assert failed["arms"]["sop"]["status"] == "failed: sop_accuracy not above the majority baseline"
+    assert failed["claims"]["sop_solves_nsp"]["verdict"] == "not judged: failed run(s) sop"
+    assert "| sop | 54.0 | 78.9 | 86.5 | 80.1 | 0.200 ± 0.000 | 0.500 ± 0.000 | 0.500 ± 0.000 | failed" in failed["table"]
