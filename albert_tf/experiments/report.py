@@ -11,6 +11,7 @@ import os
 from typing import Dict, Mapping, Sequence
 
 import matplotlib
+import numpy as np
 
 matplotlib.use("Agg")  # files only: no display on the machines this runs on
 import matplotlib.pyplot as plt  # noqa: E402  (the backend must be chosen before pyplot is imported)
@@ -22,9 +23,9 @@ RESULTS_NAME = "results.json"
 def report_text(sections: Sequence[Mapping[str, object]], scale: str, baselines: Mapping[str, float]) -> str:
     """The Markdown report: the scale, the majority baselines, then one table and its verdicts per experiment."""
     lines = ["# Reproducing ALBERT's claims", "", f"**Scale.** {scale}", "",
-             f"**Majority baselines.** MLM accuracy {baselines['masked_lm']:.3f} (always the most frequent masked token "
-             f"of the training data); on the original generator's held-out SOP records (a one-segment chunk takes a "
-             f"random B with label 1) {baselines['sentence_order']:.3f}; on the pure sets MLM "
+             f"**Majority baselines.** MLM accuracy {baselines['masked_lm']:.3f} (always the most frequent masked "
+             "token of the training data); on the original generator's held-out SOP records (a one-segment chunk "
+             f"takes a random B with label 1) {baselines['sentence_order']:.3f}; on the pure sets MLM "
              f"{baselines.get('masked_lm_pure', float('nan')):.3f}, SOP "
              f"{baselines.get('sop_pure', float('nan')):.3f} and NSP {baselines.get('nsp_pure', float('nan')):.3f}. "
              "A run at or below the baseline of what it trained on is reported as failed, not as a result.", ""]
@@ -63,13 +64,38 @@ def plot_arm_accuracies(section: Mapping[str, object], baselines: Mapping[str, f
     return path
 
 
+def plot_transition_curves(section: Mapping[str, object], path: str) -> str:
+    """L2 distance and cosine similarity between each block's input and output against depth, one line per model
+    (the shaded band: the spread over tokens)."""
+    figure, axes = plt.subplots(1, 2, figsize=(8, 3.2))
+    for axis, metric, label in ((axes[0], "l2_distance", "L2 distance (hidden-state units)"),
+                                (axes[1], "cosine_similarity", "cosine similarity (unitless)")):
+        for name, curve in section["curves"].items():
+            means, spreads = (np.asarray(values) for values in curve[metric])
+            depths = np.arange(1, len(means) + 1)
+            axis.plot(depths, means, marker="o", linestyle="--" if "twice" in name else "-", label=name)
+            axis.fill_between(depths, means - spreads, means + spreads, alpha=0.15)
+        axis.set_xlabel("depth (applied block)")
+        axis.set_ylabel(label)
+        axis.legend(fontsize=7)
+    figure.suptitle(section["title"], fontsize=9)
+    figure.tight_layout()
+    figure.savefig(path, dpi=80)
+    plt.close(figure)
+    return path
+
+
 def write_report(output_dir: str, sections: Sequence[Dict[str, object]], results: Mapping[str, object],
                  scale: str, baselines: Mapping[str, float]) -> Dict[str, str]:
     """Writes the plots, REPORT.md and results.json (arm -> seed -> metric, and per claim the numbers used)."""
     for section in sections:
-        name = f"{section['name']}_accuracy.png"
-        plot_arm_accuracies(section, baselines, os.path.join(output_dir, name))
-        section["plots"] = [name]
+        section["plots"] = []
+        if "plot_metrics" in section:
+            section["plots"].append(f"{section['name']}_accuracy.png")
+            plot_arm_accuracies(section, baselines, os.path.join(output_dir, section["plots"][-1]))
+        if "curves" in section:
+            section["plots"].append(f"{section['name']}_curves.png")
+            plot_transition_curves(section, os.path.join(output_dir, section["plots"][-1]))
     report_path = os.path.join(output_dir, REPORT_NAME)
     with open(report_path, "w", encoding="utf-8") as handle:
         handle.write(report_text(sections, scale, baselines))
@@ -79,6 +105,9 @@ def write_report(output_dir: str, sections: Sequence[Dict[str, object]], results
         metrics = {"parameters": result["parameters"], **result["eval"]}
         for pure_set, pure_metrics in result.get("pure_eval", {}).items():
             metrics.update({f"pure_{pure_set}/{name}": value for name, value in pure_metrics.items()})
+        for transitions in ("transitions", "transitions_twice_as_deep"):
+            for name, per_depth in result.get(transitions, {}).items():
+                metrics[f"{transitions}/{name}"] = [depth["mean"] for depth in per_depth]
         arms.setdefault(f"{experiment}/{arm}", {})[seed] = metrics
     document = {"scale": scale, "baselines": dict(baselines), "arms": arms,
                 "claims": {f"{section['name']}/{claim}": numbers for section in sections

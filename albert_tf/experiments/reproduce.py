@@ -17,16 +17,18 @@ from typing import Dict, List, Optional, Sequence
 
 from absl import logging
 
-from albert_tf.experiments import sharing, sop_vs_nsp
+from albert_tf.experiments import layer_transitions, sharing, sop_vs_nsp
 from albert_tf.experiments.budgets import budget_for
 from albert_tf.experiments.pretraining_data import prepare_pretraining_data
 from albert_tf.experiments.report import write_report
 from albert_tf.experiments.runner import run_arms
 from data_gen.pretraining_input import masked_lm_majority_baseline, sentence_order_majority_baseline
 
-# The experiments built so far; the issue lists more (layer_transitions, embedding_size, dropout, speed).
+# The experiments built so far; the issue lists more (embedding_size, dropout, speed).
 EXPERIMENTS = {sharing.NAME: (sharing.sharing_arms, sharing.sharing_section),
-               sop_vs_nsp.NAME: (sop_vs_nsp.sop_vs_nsp_arms, sop_vs_nsp.sop_vs_nsp_section)}
+               sop_vs_nsp.NAME: (sop_vs_nsp.sop_vs_nsp_arms, sop_vs_nsp.sop_vs_nsp_section),
+               layer_transitions.NAME: (layer_transitions.layer_transitions_arms,
+                                        layer_transitions.layer_transitions_section)}
 
 
 @dataclasses.dataclass

@@ -22,18 +22,23 @@ from absl import logging
 from albert_tf.config import AlbertConfig
 from albert_tf.experiments.budgets import Budget
 from albert_tf.experiments.pretraining_data import PretrainingData
+from albert_tf.experiments.transitions import block_transitions, deeper_shared_encoder
 from albert_tf.models.param_count import encoder_parameters
 from albert_tf.tasks.pretraining import Pretraining, PretrainingOptions, run_pretraining
 from data_gen.pretraining_input import pretraining_dataset_fn
 
 ARM_RESULT_NAME = "arm_result.json"
+# Held-out batches the block transitions are measured on.
+TRANSITION_BATCHES = 8
 
 
 @dataclasses.dataclass(frozen=True)
 class Arm:
     """One model of one experiment, trained with one seed: on the `train_data` records ("sop" or "nsp") with the
     sentence loss weighted by `sentence_loss_weight` (0: the masked LM alone), evaluated on the original
-    generator's held-out records and, with `evaluate_pure_sets`, on the pure SOP and NSP sets."""
+    generator's held-out records and, with `evaluate_pure_sets`, on the pure SOP and NSP sets; with
+    `measure_transitions`, its block transitions are measured on the held-out records (and, for one shared block,
+    at twice the trained depth)."""
 
     experiment: str
     name: str
@@ -42,6 +47,7 @@ class Arm:
     train_data: str = "sop"
     sentence_loss_weight: float = 1.0
     evaluate_pure_sets: bool = False
+    measure_transitions: bool = False
 
     @property
     def key(self) -> str:
@@ -55,8 +61,9 @@ def arm_directory(arms_dir: str, arm: Arm) -> str:
 def _pretraining_options(output_dir: str, arm: Arm, budget: Budget, data: PretrainingData,
                          jit_compile) -> PretrainingOptions:
     return PretrainingOptions(
-        output_dir=output_dir, input_file=data.train_patterns[arm.train_data], eval_input_file=data.eval_pattern, do_train=True,
-        do_eval=True, max_seq_length=budget.max_seq_length, max_predictions_per_seq=budget.max_predictions_per_seq,
+        output_dir=output_dir, input_file=data.train_patterns[arm.train_data], eval_input_file=data.eval_pattern,
+        do_train=True, do_eval=True, max_seq_length=budget.max_seq_length,
+        max_predictions_per_seq=budget.max_predictions_per_seq,
         train_batch_size=budget.train_batch_size, eval_batch_size=budget.eval_batch_size, optimizer="lamb",
         learning_rate=budget.learning_rate, num_train_steps=budget.num_train_steps,
         num_warmup_steps=budget.num_warmup_steps, save_checkpoints_steps=budget.num_train_steps,
@@ -75,11 +82,20 @@ def run_arm(arm: Arm, output_dir: str, budget: Budget, data: PretrainingData, ji
     results = run_pretraining(arm.config, options)
     result = {"arm": arm.name, "seed": arm.seed, "parameters": encoder_parameters(arm.config),
               "eval": results["eval"], "train": results["train"]}
-    if arm.evaluate_pure_sets:
+    lengths = dict(max_seq_length=budget.max_seq_length, max_predictions_per_seq=budget.max_predictions_per_seq)
+    if arm.evaluate_pure_sets or arm.measure_transitions:
         run = Pretraining(arm.config, options)
-        lengths = dict(max_seq_length=budget.max_seq_length, max_predictions_per_seq=budget.max_predictions_per_seq)
+    if arm.evaluate_pure_sets:
         result["pure_eval"] = {task: run.evaluate_latest(pretraining_dataset_fn(pattern, is_training=False, **lengths))
                                for task, pattern in sorted(data.pure_eval_patterns.items())}
+    if arm.measure_transitions:
+        run.trainer.restore()
+        dataset_fn = pretraining_dataset_fn(data.eval_pattern, is_training=False, **lengths)
+        batches = list(dataset_fn(None, budget.eval_batch_size, 0).take(TRANSITION_BATCHES))
+        result["transitions"] = block_transitions(run.model.encoder, batches)
+        if arm.config.share_type == "all":
+            deeper = deeper_shared_encoder(run.model.encoder, 2 * arm.config.num_hidden_layers, batches[0])
+            result["transitions_twice_as_deep"] = block_transitions(deeper, batches)
     temporary = os.path.join(output_dir, ARM_RESULT_NAME + ".incomplete")
     with open(temporary, "w", encoding="utf-8") as handle:
         json.dump(result, handle, indent=2, sort_keys=True, default=float)

@@ -4,7 +4,7 @@ import os
 
 import pytest
 
-from albert_tf.experiments import sharing, sop_vs_nsp
+from albert_tf.experiments import layer_transitions, sharing, sop_vs_nsp
 from albert_tf.experiments.report import write_report
 from albert_tf.experiments.reproduce import experiment_names
 from albert_tf.experiments.verdicts import judge_difference
@@ -57,10 +57,10 @@ def test_the_report_has_every_table_plot_and_results_key(tmp_path):
 
 
 def test_unknown_experiments_are_named():
-    assert experiment_names(["all"]) == ["sharing", "sop_vs_nsp"]
+    assert experiment_names(["all"]) == ["sharing", "sop_vs_nsp", "layer_transitions"]
     assert experiment_names(["sop_vs_nsp"]) == ["sop_vs_nsp"]
     with pytest.raises(ValueError, match="--experiment=sharing,speed: speed is not available; available: sharing, "
-                                         "sop_vs_nsp, all"):
+                                         "sop_vs_nsp, layer_transitions, all"):
         experiment_names(["sharing", "speed"])
 
 
@@ -85,4 +85,40 @@ def test_sop_vs_nsp_fails_an_arm_only_on_what_it_trained_on_and_judges_the_claim
     failed = sop_vs_nsp.sop_vs_nsp_section(_pure_results(seeds), BASELINES)
     assert failed["arms"]["sop"]["status"] == "failed: sop_accuracy not above the majority baseline"
     assert failed["claims"]["sop_solves_nsp"]["verdict"] == "not judged: failed run(s) sop"
-    assert "| sop | 54.0 | 78.9 | 86.5 | 80.1 | 0.200 ± 0.000 | 0.500 ± 0.000 | 0.500 ± 0.000 | failed" in failed["table"]
+    assert ("| sop | 54.0 | 78.9 | 86.5 | 80.1 | 0.200 ± 0.000 | 0.500 ± 0.000 | 0.500 ± 0.000 | failed"
+            in failed["table"])
+
+
+def _transition_results(l2_by_share_type, mlm=0.2):
+    def depths(values):
+        return [{"mean": value, "sd": 0.1} for value in values]
+
+    results = {}
+    for share_type, per_seed in l2_by_share_type.items():
+        for seed, l2 in enumerate(per_seed):
+            result = {"eval": {"masked_lm_accuracy": mlm},
+                      "transitions": {"l2_distance": depths(l2), "cosine_similarity": depths([0.9] * len(l2))}}
+            if share_type == "all":
+                deeper = l2 + [l2[-1] / 2, l2[-1] / 4]
+                result["transitions_twice_as_deep"] = {"l2_distance": depths(deeper),
+                                                       "cosine_similarity": depths([0.9] * len(deeper))}
+            results[f"layer_transitions/{share_type}/seed{seed}"] = result
+    return results
+
+
+def test_layer_transitions_measures_smoothness_and_looks_for_a_fixed_point():
+    assert layer_transitions.roughness([9.1, 5.2, 3.1, 2.3]) == pytest.approx((3.9 + 2.1 + 0.8) / 3)
+    results = _transition_results({"all": [[4.0, 3.0], [4.1, 3.0], [3.9, 3.0]],
+                                   "none": [[6.0, 2.0], [6.1, 2.0], [5.9, 2.0]]})
+    section = layer_transitions.layer_transitions_section(results, BASELINES)
+    assert section["claims"]["all_shared_is_smoother"]["verdict"] == "holds"
+    assert section["claims"]["all_shared_is_smoother"]["difference"] == pytest.approx(3.0)
+    assert section["claims"]["no_fixed_point"]["verdict"] == "holds: the distance stays above 0"
+    assert "| 4 |  | 0.750 ± 0.100 / 0.900 |  |" in section["table"]
+    one_seed = layer_transitions.layer_transitions_section(
+        _transition_results({"all": [[4.0, 0.01]], "none": [[6.0, 2.0]]}), BASELINES)
+    assert one_seed["claims"]["no_fixed_point"]["verdict"] == (
+        "cannot be judged (1 seed(s), 3 needed); the distance approaches 0")
+    failed = layer_transitions.layer_transitions_section(
+        _transition_results({"all": [[4.0, 3.0]], "none": [[6.0, 2.0]]}, mlm=0.01), BASELINES)
+    assert failed["claims"]["all_shared_is_smoother"]["verdict"] == "not judged: failed run(s) all, none"
