@@ -344,3 +344,13 @@ def squad_dataset(questions):
         "answers": [{"text": text, "answer_start": max(context.find(text), 0)} for text in answers]}]}
         for qas_id, context, answers in questions]
     return [{"title": "generated", "paragraphs": paragraphs}]
+
+
+def xla_compiled_functions(function):
+    """Names of the functions that the traces of tf.function `function` mark for XLA compilation."""
+    names = set()
+    for concrete in function._list_all_concrete_functions():
+        for library_function in concrete.graph.as_graph_def().library.function:
+            if library_function.attr["_XlaMustCompile"].b:
+                names.add(library_function.signature.name)
+    return names

@@ -12,6 +12,7 @@ from albert_tf.training import bfloat16_support, compile_choice
 from albert_tf.training.compile_choice import ChoiceCache, DeviceDescription, JitCompileChoice
 from albert_tf.training.settings import set_mixed_precision
 from tests import _toy_training as toy
+from tests.helpers import xla_compiled_functions
 
 CPU_WITH_UNITS = DeviceDescription("CPU", "CPU", "a CPU with AMX", True)
 CPU_WITHOUT_UNITS = DeviceDescription("CPU", "CPU", "a CPU without bfloat16 units", False)
@@ -191,15 +192,6 @@ def _stub_measurement(monkeypatch, rates):
     return calls
 
 
-def _xla_compiled_functions(function):
-    names = set()
-    for concrete in function._list_all_concrete_functions():
-        for library_function in concrete.graph.as_graph_def().library.function:
-            if library_function.attr["_XlaMustCompile"].b:
-                names.add(library_function.signature.name)
-    return names
-
-
 def test_auto_measures_once_then_reads_the_cache_keyed_by_precision_model_and_batch(tmp_path, cache_dir,
                                                                                      monkeypatch):
     monkeypatch.setattr(compile_choice, "describe_device", lambda strategy: CPU_WITHOUT_UNITS)
@@ -235,14 +227,14 @@ def test_evaluation_and_prediction_follow_the_training_choice(tmp_path, cache_di
     dataset_fn = toy.make_eval_dataset_fn(16)
 
     trainer.predict(dataset_fn, toy.predict_fn, global_batch_size=8)  # before training: no rule here, so XLA
-    assert _xla_compiled_functions(trainer._predict_functions[toy.predict_fn])
+    assert xla_compiled_functions(trainer._predict_functions[toy.predict_fn])
     trainer.train(toy.train_dataset_fn, num_train_steps=2, global_batch_size=8)
     trainer.predict(dataset_fn, toy.predict_fn, global_batch_size=8)
     trainer.evaluate(dataset_fn, toy.metrics_fn, global_batch_size=8)
 
     assert trainer.jit_compile_choice.jit_compile is False
-    assert not _xla_compiled_functions(trainer._predict_functions[toy.predict_fn])
-    assert not _xla_compiled_functions(trainer._evaluate_functions[toy.metrics_fn])
+    assert not xla_compiled_functions(trainer._predict_functions[toy.predict_fn])
+    assert not xla_compiled_functions(trainer._evaluate_functions[toy.metrics_fn])
 
 
 def test_mixed_bfloat16_on_a_cpu_with_bfloat16_units_takes_tensorflows_kernels_without_measuring(

@@ -17,7 +17,7 @@ from albert_tf.training.checkpointing import NonFiniteLossError
 from albert_tf.training.settings import set_mixed_precision
 from albert_tf.training.trainer import Trainer
 from tests import _toy_training as toy
-from tests.helpers import TOY_SCRIPT, run_python
+from tests.helpers import TOY_SCRIPT, run_python, xla_compiled_functions
 
 TIMEOUT_S = 300  # bounded, with room for a loaded 2-core machine
 
@@ -63,16 +63,6 @@ def test_loss_falls_logs_summaries_and_checkpoints(tmp_path):
     assert restored == pytest.approx(last, rel=1e-6)
 
 
-def _xla_compiled_functions(function):
-    """Names of the functions that `function`'s traces mark for XLA compilation."""
-    names = set()
-    for concrete in function._list_all_concrete_functions():
-        for library_function in concrete.graph.as_graph_def().library.function:
-            if library_function.attr["_XlaMustCompile"].b:
-                names.add(library_function.signature.name)
-    return names
-
-
 @pytest.mark.parametrize("jit_compile", [False, True])
 def test_evaluate_and_predict_keep_the_last_partial_batch(tmp_path, jit_compile):
     trainer = _seeded_trainer(tmp_path, jit_compile=jit_compile)
@@ -88,7 +78,7 @@ def test_evaluate_and_predict_keep_the_last_partial_batch(tmp_path, jit_compile)
     assert evaluation["accuracy"] == pytest.approx(correct.mean(), abs=1e-9)  # sum/count, not a mean of means
     first_two_batches = trainer.evaluate(dataset_fn, toy.metrics_fn, global_batch_size=8, max_steps=2)
     assert first_two_batches["accuracy"] == pytest.approx(correct[:16].mean(), abs=1e-9)
-    compiled = [bool(_xla_compiled_functions(function)) for function in
+    compiled = [bool(xla_compiled_functions(function)) for function in
                 (trainer._predict_functions[toy.predict_fn], trainer._evaluate_functions[toy.metrics_fn])]
     assert compiled == [jit_compile, jit_compile]
 
