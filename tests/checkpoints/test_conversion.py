@@ -16,8 +16,13 @@ def _config():
                        max_position_embeddings=512, initializer_range=0.02)
 
 
-def _values(model):
-    return {variable.path: variable.numpy() for variable in model.weights}
+def _assert_same_weights(actual_model, expected_model):
+    """Both models hold the same variables, by path, with equal values."""
+    expected = {variable.path: variable.numpy() for variable in expected_model.weights}
+    actual = {variable.path: variable.numpy() for variable in actual_model.weights}
+    assert sorted(expected) == sorted(actual)
+    for path, value in expected.items():
+        np.testing.assert_array_equal(actual[path], value, err_msg=path)
 
 
 def test_convert_checkpoint_round_trips_a_classifier_through_tf1(tmp_path):
@@ -35,10 +40,7 @@ def test_convert_checkpoint_round_trips_a_classifier_through_tf1(tmp_path):
     conversion.convert_checkpoint(tf1_dir, str(tmp_path / "hf_again"), "hf", config=config, head="classifier")
     loaded = AlbertClassifier(config, num_labels=3)
     load_weights(loaded, str(tmp_path / "hf_again"))
-    expected, actual = _values(classifier), _values(loaded)
-    assert sorted(expected) == sorted(actual)
-    for path, value in expected.items():
-        np.testing.assert_array_equal(actual[path], value, err_msg=path)
+    _assert_same_weights(loaded, classifier)
 
 
 def test_convert_checkpoint_needs_a_config(tmp_path):
@@ -65,10 +67,7 @@ def test_convert_checkpoint_round_trips_a_token_classifier_with_head_auto(tmp_pa
                                   tagger.head.output_weights.numpy())
     loaded = AlbertTokenClassifier(config, num_labels=5)
     load_weights(loaded, str(tmp_path / "tf1_again"))
-    expected, actual = _values(tagger), _values(loaded)
-    assert sorted(expected) == sorted(actual)
-    for path, value in expected.items():
-        np.testing.assert_array_equal(actual[path], value, err_msg=path)
+    _assert_same_weights(loaded, tagger)
 
 
 def test_convert_checkpoint_token_classifier_head_needs_its_variables(tmp_path):
