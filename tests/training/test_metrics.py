@@ -62,3 +62,41 @@ def test_bad_input_is_named():
         metrics.f1_score([1, 0], [2, 0])
     with pytest.raises(ValueError, match="at least one"):
         metrics.pearson_correlation([], [])
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_multiclass_f1_against_sklearn(seed):
+    rng = np.random.default_rng(seed)
+    labels = rng.integers(0, 4, 50)
+    # Class 4 is only predicted and class 3 may never be: both count in scikit-learn's macro average.
+    predictions = np.where(rng.random(50) < 0.6, labels, rng.integers(0, 5, 50))
+    assert metrics.macro_f1(predictions, labels) == pytest.approx(
+        sk_metrics.f1_score(labels, predictions, average="macro"))
+    assert metrics.micro_f1(predictions, labels) == pytest.approx(
+        sk_metrics.f1_score(labels, predictions, average="micro"))
+    assert metrics.micro_f1(predictions, labels) == pytest.approx(metrics.accuracy(predictions, labels))
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_multilabel_metrics_against_sklearn(seed):
+    rng = np.random.default_rng(seed)
+    labels = (rng.random((40, 5)) < 0.4).astype(int)
+    predictions = np.where(rng.random((40, 5)) < 0.7, labels, 1 - labels)
+    labels[:, 4] = 0  # a label that is never true,
+    predictions[:, 3] = 0  # and one that is never predicted: both F1 0, counted in the macro mean.
+    kwargs = dict(y_true=labels, y_pred=predictions, zero_division=0)
+    np.testing.assert_allclose(metrics.multilabel_f1_scores(predictions, labels),
+                               sk_metrics.f1_score(average=None, **kwargs))
+    assert metrics.multilabel_micro_f1(predictions, labels) == pytest.approx(
+        sk_metrics.f1_score(average="micro", **kwargs))
+    assert metrics.multilabel_macro_f1(predictions, labels) == pytest.approx(
+        sk_metrics.f1_score(average="macro", **kwargs))
+    assert metrics.exact_match_ratio(predictions, labels) == pytest.approx(
+        sk_metrics.accuracy_score(labels, predictions))
+
+
+def test_multilabel_metrics_refuse_mismatched_or_non_binary_arrays():
+    with pytest.raises(ValueError, match=r"shapes \(2, 3\) \(predictions\) and \(2, 2\) \(labels\)"):
+        metrics.multilabel_micro_f1(np.zeros((2, 3)), np.zeros((2, 2)))
+    with pytest.raises(ValueError, match=r"labels in \{0, 1\}, got \[2\]"):
+        metrics.exact_match_ratio([[0, 1]], [[0, 2]])
