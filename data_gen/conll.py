@@ -3,7 +3,8 @@
 The data directory holds `train.txt`, `dev.txt` (or `valid.txt`, its name in the original distribution)
 and `test.txt`: one token per line with its tag in the last whitespace-separated field (the CoNLL-2003
 files put the part-of-speech and chunk tags between them, which are ignored), a blank line between
-sentences, and `-DOCSTART-` lines (document boundaries) skipped.
+sentences, and `-DOCSTART-` lines (document boundaries) skipped. Or the sentences come from tensorflow-datasets'
+conll2003, prepared locally (`read_tfds_sentences`: its `tokens`, and its `ner` ClassLabel's names as the tags).
 
 Tags are `O` or `<prefix>-<type>` in one scheme, `tag_scheme`:
 - `iob1` (the original CoNLL-2003 files): `I-` throughout, `B-` only where a chunk follows one of its
@@ -149,6 +150,63 @@ def model_tags(sentence: ConllSentence) -> List[str]:
     return tags_in_scheme(chunks(sentence.tags), len(sentence.tags), "iob2")
 
 
+# ---- tensorflow-datasets -------------------------------------------------------------------------
+
+# Our split names and the names tensorflow-datasets gives them (conll2003 calls dev `dev`; others `validation`).
+TFDS_SPLITS = {"train": ("train",), "dev": ("dev", "validation"), "test": ("test",)}
+TFDS_TAG_FEATURES = ("ner", "ner_tags")
+
+
+def read_tfds_sentences(name: str, split: str, tag_scheme: str = "iob1",
+                        data_dir: Optional[str] = None) -> List[ConllSentence]:
+    """The sentences of a split of tensorflow-datasets `name` (e.g. conll2003), which must be prepared locally.
+
+    The dataset's `tokens` are the words and its `ner` (or `ner_tags`) ClassLabel names the tags, checked against
+    `tag_scheme` as a file's are. Nothing is downloaded: an unprepared dataset is an error that says how to
+    prepare it.
+    """
+    import tensorflow_datasets as tfds
+
+    check_tag_scheme(tag_scheme)
+    if split not in TFDS_SPLITS:
+        raise ValueError(f"Unknown CoNLL split {split!r}; allowed: {', '.join(TFDS_SPLITS)}.")
+    where = data_dir or "the default data_dir"
+    try:
+        builder = tfds.builder(name, data_dir=data_dir)
+    except tfds.core.registered.DatasetNotFoundError:
+        raise ValueError(f"tensorflow-datasets has no dataset {name!r}; --tfds reads conll2003.") from None
+    if not builder.is_prepared():
+        raise ValueError(f"tensorflow-datasets {name} is not prepared under {where}; prepare it once with "
+                         f"`tfds build {name}` where there is internet (with --data_dir=DIR, then pass "
+                         f"--tfds_data_dir=DIR here), or give --data_dir with the CoNLL files.")
+    tfds_split = next((candidate for candidate in TFDS_SPLITS[split] if candidate in builder.info.splits), None)
+    if tfds_split is None:
+        raise ValueError(f"tensorflow-datasets {name} under {where} has no {split} split "
+                         f"({' or '.join(TFDS_SPLITS[split])}); it has {', '.join(builder.info.splits)}.")
+    dataset = builder.as_dataset(split=tfds_split, shuffle_files=False)
+    features = builder.info.features
+    tag_feature = next((feature for feature in TFDS_TAG_FEATURES if feature in features), None)
+    if "tokens" not in features or tag_feature is None:
+        raise ValueError(f"tensorflow-datasets {name} has the features {sorted(features)}; reading it as CoNLL needs "
+                         f"`tokens` and one of {list(TFDS_TAG_FEATURES)}.")
+    tag_names = features[tag_feature].feature.names
+    sentences = []
+    for index, record in enumerate(dataset.as_numpy_iterator()):
+        source = f"tensorflow-datasets {name} {tfds_split}[{index}]"
+        words = [token.decode("utf-8") for token in record["tokens"]]
+        if not words:
+            continue
+        tags = [tag_names[int(tag)] for tag in record[tag_feature]]
+        for position, tag in enumerate(tags):
+            _check_tag(tag, tags[position - 1] if position else OUTSIDE, tag_scheme, f"{source}, word {position}")
+        if tag_scheme == "bioes" and split_tag(tags[-1])[0] in ("B", "I"):
+            raise ValueError(f"{source}: the sentence ends after {tags[-1]}, which leaves its chunk open; in BIOES a "
+                             f"chunk closes with E- or S-.")
+        sentences.append(ConllSentence(words, tags, source))
+    logging.info("Read %d sentences from tensorflow-datasets %s %s.", len(sentences), name, tfds_split)
+    return sentences
+
+
 # ---- features ------------------------------------------------------------------------------------
 
 def feature_spec(max_seq_length: int) -> Dict[str, tf.TensorSpec]:
@@ -215,18 +273,25 @@ def sentence_features(sentences: Sequence[ConllSentence], labels: Sequence[str],
             example_index += 1
 
 
-def load_split(data_dir: str, split: str, tokenizer, max_seq_length: int, cached_dir: str, tag_scheme: str,
+def load_split(data_dir: Optional[str], split: str, tokenizer, max_seq_length: int, cached_dir: str, tag_scheme: str,
                labels: Sequence[str], sentences: Optional[List[ConllSentence]] = None):
     """Reads a split (unless its `sentences` are given) and its cached features.
 
+    Without `data_dir` the `sentences` (e.g. from tensorflow-datasets, `read_tfds_sentences`) are the data.
     Returns (sentences, feature_cache.CachedFeatures); one feature per window, so a split has at least as
-    many features as sentences. The cache is keyed by the file's content, the tokenizer, max_seq_length,
-    the tag scheme and the labels.
+    many features as sentences. The cache is keyed by the file's content (the sentences' without a file), the
+    tokenizer, max_seq_length, the tag scheme and the labels.
     """
-    path = split_file(data_dir, split)
-    if sentences is None:
-        sentences = read_sentences(path, tag_scheme)
-    key = feature_cache.cache_key(f"conll/{split}", feature_cache.files_fingerprint([path]), tokenizer,
+    if data_dir is None:
+        if sentences is None:
+            raise ValueError(f"The CoNLL {split} split needs a --data_dir or its sentences.")
+        fingerprint = feature_cache.records_fingerprint(dataclasses.asdict(sentence) for sentence in sentences)
+    else:
+        path = split_file(data_dir, split)
+        if sentences is None:
+            sentences = read_sentences(path, tag_scheme)
+        fingerprint = feature_cache.files_fingerprint([path])
+    key = feature_cache.cache_key(f"conll/{split}", fingerprint, tokenizer,
                                   {"max_seq_length": max_seq_length, "tag_scheme": tag_scheme,
                                    "labels": list(labels)})
     features = feature_cache.load_or_build(cached_dir, f"conll_{split}", key, feature_spec(max_seq_length),

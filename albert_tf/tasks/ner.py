@@ -1,8 +1,8 @@
 """Named-entity recognition (CoNLL-2003 token classification): entity F1, CoNLL prediction files, and `run_ner`.
 
 The original ALBERT has no NER script; this one fine-tunes AlbertTokenClassifier with the shared driver
-(finetuning.py) on the CoNLL files data_gen.conll reads (train.txt, dev.txt or valid.txt, test.txt), with
-the label-alignment rule described there: each word's label on its first piece, other positions ignored.
+(finetuning.py) on the CoNLL files data_gen.conll reads (train.txt, dev.txt or valid.txt, test.txt), or on
+tensorflow-datasets' conll2003 prepared locally (`tfds_name`), with the label-alignment rule described there: each word's label on its first piece, other positions ignored.
 
 The metrics are conlleval's (data_gen.conll_evaluation), on the words of the dev split: entity-level
 `precision`, `recall` and `f1` (the best checkpoint's metric), token `accuracy`, and `loss` (the mean over
@@ -29,7 +29,7 @@ Usage (it needs the CoNLL-2003 data and a pretrained model, so it is not run her
 import dataclasses
 import json
 import os
-from typing import Dict, List, Sequence
+from typing import Dict, List, Optional, Sequence
 
 import numpy as np
 import tensorflow as tf
@@ -48,7 +48,8 @@ _SPLIT_FLAGS = {"train": "do_train", "dev": "do_eval", "test": "do_predict"}
 
 @dataclasses.dataclass
 class NerOptions:
-    """A CoNLL NER run: the data directory, its tag scheme (iob1, iob2 or bioes) and the fine-tuning options.
+    """A CoNLL NER run: the data (the `data_dir` of CoNLL files, or `tfds_name` conll2003 prepared locally under
+    `tfds_data_dir` or tensorflow-datasets' default), its tag scheme (iob1, iob2 or bioes) and the fine-tuning options.
 
     Example:
     >>> NerOptions(FinetuningOptions("/tmp/ner"), data_dir="conll2003").tag_scheme
@@ -56,8 +57,10 @@ class NerOptions:
     """
 
     finetuning: FinetuningOptions
-    data_dir: str
+    data_dir: Optional[str] = None
     tag_scheme: str = "iob1"
+    tfds_name: Optional[str] = None
+    tfds_data_dir: Optional[str] = None
 
 
 # ---- loss and predictions ------------------------------------------------------------------------
@@ -150,15 +153,24 @@ def build_task(options: NerOptions, tokenizer) -> finetuning.FinetuningTask:
     """The FinetuningTask of a CoNLL run, its splits loaded (and their features cached) as the options ask."""
     finetuning_options = options.finetuning
     tag_scheme = conll_data.check_tag_scheme(options.tag_scheme)
+    if bool(options.data_dir) == bool(options.tfds_name):
+        raise ValueError("Give --data_dir (the CoNLL files) or --tfds=conll2003, " +
+                         ("not both." if options.data_dir else "one of them."))
     splits = [split for split, flag in _SPLIT_FLAGS.items() if getattr(finetuning_options, flag)]
     sentences = {}
     for split in splits:
-        path = conll_data.split_file(options.data_dir, split)
-        sentences[split] = conll_data.read_sentences(path, tag_scheme)
+        if options.tfds_name:
+            sentences[split] = conll_data.read_tfds_sentences(options.tfds_name, split, tag_scheme,
+                                                              options.tfds_data_dir)
+            described = f"tensorflow-datasets {options.tfds_name} {split} split"
+        else:
+            path = conll_data.split_file(options.data_dir, split)
+            sentences[split] = conll_data.read_sentences(path, tag_scheme)
+            described = f"{split} file {path}"
         if not sentences[split]:
             # Every split is scored (dev and test hold gold tags), so an empty one has nothing to report.
-            raise ValueError(f"The CoNLL {split} file {path} holds no sentences; --{_SPLIT_FLAGS[split]} needs at "
-                             f"least one.")
+            raise ValueError(f"The CoNLL {described} holds no sentences; --{_SPLIT_FLAGS[split]} needs at least "
+                             f"one.")
     labels = resolve_labels(options, sentences)
 
     def load(split):

@@ -1,4 +1,6 @@
 """data_gen.conll: the CoNLL-2003 reader, its tag schemes, and the first-piece label alignment."""
+import re
+
 import numpy as np
 import pytest
 
@@ -126,3 +128,53 @@ def test_features_are_cached_by_content_and_parameters(tmp_path, tokenizer):
     _, again = conll.load_split(str(tmp_path), "train", tokenizer, 16, str(tmp_path / "cache"), "iob1", labels)
     _, longer = conll.load_split(str(tmp_path), "train", tokenizer, 24, str(tmp_path / "cache"), "iob1", labels)
     assert again.path == features.path and longer.path != features.path
+
+
+# ---- tensorflow-datasets conll2003 -----------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def tfds_conll2003(tmp_path_factory):
+    """(CoNLL files, tfds data_dir): tensorflow-datasets' conll2003 builder prepared from generated CoNLL files."""
+    from tests.tasks.task_data import prepare_tfds_conll2003, write_keyword_conll
+
+    directory = tmp_path_factory.mktemp("tfds_conll2003")
+    write_keyword_conll(directory / "files", tag_scheme="iob2", sizes=(("train", 12), ("valid", 5), ("test", 4)))
+    prepare_tfds_conll2003(directory / "tfds", directory / "files")
+    return directory / "files", directory / "tfds"
+
+
+def test_tfds_conll2003_reads_as_its_source_files(tfds_conll2003):
+    files, data_dir = tfds_conll2003
+    for split, name in (("train", "train.txt"), ("dev", "valid.txt"), ("test", "test.txt")):
+        from_tfds = conll.read_tfds_sentences("conll2003", split, "iob2", str(data_dir))
+        from_files = conll.read_sentences(str(files / name), "iob2")
+        # tensorflow-datasets stores a split in its own order (by a hash of each example's key), not the file's.
+        assert sorted((sentence.words, sentence.tags) for sentence in from_tfds) == \
+            sorted((sentence.words, sentence.tags) for sentence in from_files)
+    assert from_tfds[0].source == "tensorflow-datasets conll2003 test[0]"
+
+
+def test_tfds_tags_are_checked_against_the_scheme(tfds_conll2003):
+    _, data_dir = tfds_conll2003
+    # The generated data is IOB2; a lamb after O is I-PER in IOB1, B-PER here, which BIOES refuses to leave open.
+    with pytest.raises(ValueError, match=r"^tensorflow-datasets conll2003 train\[\d+\]: the sentence ends after|"
+                                         r"^tensorflow-datasets conll2003 train\[\d+\], word \d+: "):
+        conll.read_tfds_sentences("conll2003", "train", "bioes", str(data_dir))
+
+
+def test_tfds_conll2003_features_are_cached_by_the_sentences(tfds_conll2003, tokenizer, tmp_path):
+    _, data_dir = tfds_conll2003
+    sentences = conll.read_tfds_sentences("conll2003", "dev", "iob2", str(data_dir))
+    labels = conll.label_list(sentences)
+    _, features = conll.load_split(None, "dev", tokenizer, 16, str(tmp_path), "iob2", labels, sentences=sentences)
+    assert features.num_examples >= len(sentences) == 5
+    again = conll.load_split(None, "dev", tokenizer, 16, str(tmp_path), "iob2", labels, sentences=sentences[:4])[1]
+    assert again.num_examples < features.num_examples and len(list(tmp_path.iterdir())) == 4
+
+
+def test_tfds_not_prepared_says_how_to_prepare_it(tmp_path):
+    with pytest.raises(ValueError, match=re.escape(
+            f"tensorflow-datasets conll2003 is not prepared under {tmp_path}; prepare it once with `tfds build "
+            f"conll2003` where there is internet (with --data_dir=DIR, then pass --tfds_data_dir=DIR here), or give "
+            f"--data_dir with the CoNLL files.")):
+        conll.read_tfds_sentences("conll2003", "train", data_dir=str(tmp_path))

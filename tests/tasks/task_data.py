@@ -218,3 +218,16 @@ def write_labeled_text(path, kind, count, seed=0):
         writer.writerow(["text", "topic"])
         writer.writerows([text, "|".join(label) if kind == "multi_label" else label] for text, label in rows)
     return path
+
+
+def prepare_tfds_conll2003(data_dir, source_dir):
+    """Prepares tensorflow-datasets' real conll2003 builder under `data_dir` from the CoNLL files in `source_dir`
+    (train.txt, valid.txt, test.txt), which stand in for its download: its own on-disk format, no network."""
+    from unittest import mock
+
+    import tensorflow_datasets as tfds
+    from etils import epath
+
+    with mock.patch.object(tfds.download.DownloadManager, "download_and_extract",
+                           return_value=epath.Path(source_dir)):
+        tfds.builder("conll2003", data_dir=str(data_dir)).download_and_prepare()

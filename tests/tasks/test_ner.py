@@ -11,7 +11,7 @@ from albert_tf.tasks import ner
 from albert_tf.tasks.finetuning import FinetuningOptions
 from data_gen.conll import IGNORED_LABEL, ConllSentence
 from tests.helpers import random_inputs, run_script, tiny_config
-from tests.tasks.task_data import GLUE_TINY_CONFIG, write_keyword_conll
+from tests.tasks.task_data import GLUE_TINY_CONFIG, prepare_tfds_conll2003, write_keyword_conll
 
 
 def test_the_loss_is_the_mean_cross_entropy_of_the_labelled_positions_only():
@@ -117,3 +117,39 @@ def test_run_ner_reports_a_bad_line_in_one_sentence(tmp_path, tokenizer):
     assert completed.returncode != 0
     assert completed.stderr.strip().splitlines()[-1] == (
         f"error: {train_file}:{bad_line}: tag 'X-PER' is not O or B/I-<type>, which --tag_scheme=iob2 allows.")
+
+
+def test_the_data_is_a_directory_or_tensorflow_datasets_not_both(tmp_path, tokenizer):
+    options = FinetuningOptions(str(tmp_path / "run"), do_train=True, max_seq_length=16)
+    for data_dir, tfds_name, ending in ((None, None, "one of them."), ("conll", "conll2003", "not both.")):
+        with pytest.raises(ValueError, match=f"^Give --data_dir \\(the CoNLL files\\) or --tfds=conll2003, {ending}$"):
+            ner.build_task(ner.NerOptions(options, data_dir=data_dir, tfds_name=tfds_name), tokenizer)
+
+
+@pytest.mark.slow
+def test_run_ner_reads_tensorflow_datasets_conll2003(tmp_path, tokenizer):
+    seqeval_metrics = pytest.importorskip("seqeval.metrics")
+    write_keyword_conll(tmp_path / "files", tag_scheme="iob2", sizes=(("train", 300), ("valid", 40), ("test", 20)))
+    prepare_tfds_conll2003(tmp_path / "tfds", tmp_path / "files")
+    config_file = tmp_path / "albert_config.json"
+    config_file.write_text(json.dumps(GLUE_TINY_CONFIG))
+    completed = run_script(
+        "run_ner", "--tfds=conll2003", f"--tfds_data_dir={tmp_path / 'tfds'}", "--tag_scheme=iob2",
+        f"--albert_config_file={config_file}", f"--spm_model_file={tokenizer.spm_model_file}",
+        f"--output_dir={tmp_path / 'run'}", "--max_seq_length=24", "--do_train", "--do_eval", "--do_predict",
+        "--train_step=150", "--warmup_step=15", "--learning_rate=2e-3", "--train_batch_size=16",
+        "--save_checkpoints_steps=150", "--steps_per_loop=50", "--dropout_prob=0.0", "--eval_batch_size=64",
+        "--predict_batch_size=64", "--nojit_compile", CUDA_VISIBLE_DEVICES="")
+    assert completed.returncode == 0, completed.stderr[-4000:]
+    run = tmp_path / "run"
+    results = json.loads((run / "eval_results.json").read_text())
+    assert results["global_step"] == 150 and results["f1"] > 0.9, results
+    assert (run / "labels.txt").read_text().split() == ["O", "B-LOC", "I-LOC", "B-PER", "I-PER"]
+    gold, predicted = read_conll_columns(run / "eval_predictions.txt")
+    assert len(gold) == 40 and results["f1"] == pytest.approx(seqeval_metrics.f1_score(gold, predicted))
+    # The dev split's sentences, in tensorflow-datasets' order, with the files' words and gold tags.
+    written = sorted(line.split(" ")[:2] for line in (run / "eval_predictions.txt").read_text().splitlines() if line)
+    source = sorted(line.split(" ")[::3] for line in (tmp_path / "files" / "valid.txt").read_text().splitlines()
+                    if line and not line.startswith("-DOCSTART-"))
+    assert written == source
+    assert len(read_conll_columns(run / "test_predictions.txt")[0]) == 20
