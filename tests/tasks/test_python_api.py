@@ -14,9 +14,10 @@ from albert_tf.tasks.pretraining import PretrainingOptions, run_pretraining
 from albert_tf.tasks.quickstart import QuickstartOptions, run_quickstart, summary_text
 from albert_tf.tasks.race import RaceOptions, run_race
 from albert_tf.tasks.squad import SquadOptions, run_squad
+from albert_tf.tasks.text_classification import TextClassificationOptions, run_text_classification
 from tests.helpers import make_spm_model, write_corpus, write_pretraining_records
 from tests.tasks.task_data import (GLUE_TINY_CONFIG, squad_data_files, write_keyword_conll, write_keyword_mrpc,
-                                   write_keyword_race)
+                                   write_keyword_race, write_labeled_text)
 
 pytestmark = pytest.mark.slow
 
@@ -132,6 +133,28 @@ def test_ner_from_python_and_an_evaluation_rerun_that_keeps_its_labels(tmp_path,
                                data_dir=str(tmp_path / "data"), tag_scheme="iob2"))
     assert again["eval"]["global_step"] == STEPS
     assert _lines(output_dir / "labels.txt") == ["O", "B-LOC", "I-LOC", "B-PER", "I-PER"]
+
+
+def test_own_multi_label_data_from_python_and_a_prediction_rerun(tmp_path, tiny_model):
+    for split, count in (("train", 16), ("dev", 6), ("test", 5)):
+        write_labeled_text(tmp_path / f"{split}.jsonl", "multi_label", count, seed=len(split))
+    output_dir = tmp_path / "run"
+    files = dict(train_file=str(tmp_path / "train.jsonl"), eval_file=str(tmp_path / "dev.jsonl"),
+                 predict_file=str(tmp_path / "test.jsonl"))
+    results = run_text_classification(TextClassificationOptions(
+        _finetuning(output_dir, *tiny_model), text_field="text", label_field="topic", multi_label=True, **files))
+    assert set(results["eval"]) == {"micro_f1", "macro_f1", "exact_match", "f1_lamb", "f1_prediction", "loss",
+                                    "global_step"}
+    assert results["eval"]["global_step"] == STEPS
+    assert len(_lines(output_dir / "eval_predictions.tsv")) == 1 + 6
+    assert np.loadtxt(output_dir / "test_results.tsv").shape == (5, 2)
+    # Prediction only, from best/: labels.txt gives the head its labels.
+    (output_dir / "predictions.tsv").unlink()
+    again = run_text_classification(TextClassificationOptions(
+        _finetuning(output_dir, *tiny_model, do_train=False, do_eval=False), text_field="text",
+        label_field="topic", multi_label=True, predict_file=files["predict_file"]))
+    assert again["prediction_checkpoint"] == str(output_dir / "best" / "ckpt-best")
+    assert len(_lines(output_dir / "predictions.tsv")) == 1 + 5
 
 
 def test_pretraining_from_python(tmp_path):
