@@ -195,7 +195,8 @@ def _delimited_values(path: str, text: str, file_format: str, fields: Dict[str, 
         for option, index in indices.items():
             if index >= len(row):
                 fields_held = f"{len(row)} {file_format.upper()} field{'' if len(row) == 1 else 's'}"
-                raise LabeledTextError(f"{path}:{line}: the row has {fields_held}, so it has no column {fields[option]!r} ({_FIELD_FLAGS[option]}): {row!r}.")
+                raise LabeledTextError(f"{path}:{line}: the row has {fields_held}, so it has no column "
+                                       f"{fields[option]!r} ({_FIELD_FLAGS[option]}): {row!r}.")
             values[option] = row[index]
         yield line, values
 

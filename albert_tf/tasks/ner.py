@@ -2,7 +2,8 @@
 
 The original ALBERT has no NER script; this one fine-tunes AlbertTokenClassifier with the shared driver
 (finetuning.py) on the CoNLL files data_gen.conll reads (train.txt, dev.txt or valid.txt, test.txt), or on
-tensorflow-datasets' conll2003 prepared locally (`tfds_name`), with the label-alignment rule described there: each word's label on its first piece, other positions ignored.
+tensorflow-datasets' conll2003 prepared locally (`tfds_name`), with the label-alignment rule described there:
+each word's label on its first piece, other positions ignored.
 
 The metrics are conlleval's (data_gen.conll_evaluation), on the words of the dev split: entity-level
 `precision`, `recall` and `f1` (the best checkpoint's metric), token `accuracy`, and `loss` (the mean over
@@ -49,7 +50,8 @@ _SPLIT_FLAGS = {"train": "do_train", "dev": "do_eval", "test": "do_predict"}
 @dataclasses.dataclass
 class NerOptions:
     """A CoNLL NER run: the data (the `data_dir` of CoNLL files, or `tfds_name` conll2003 prepared locally under
-    `tfds_data_dir` or tensorflow-datasets' default), its tag scheme (iob1, iob2 or bioes) and the fine-tuning options.
+    `tfds_data_dir` or tensorflow-datasets' default), its tag scheme (iob1, iob2 or bioes) and the fine-tuning
+    options.
 
     Example:
     >>> NerOptions(FinetuningOptions("/tmp/ner"), data_dir="conll2003").tag_scheme

@@ -271,10 +271,14 @@ def resolve_labels(options: TextClassificationOptions, examples: Dict[str, List[
     return labels
 
 
-def _label_origin(options, labels):
+def _label_origin(options):
+    """Where resolve_labels will take the labels from, for the error about a label outside them."""
+    path = os.path.join(options.finetuning.output_dir, LABELS_FILE)
     if options.labels:
         return "--labels"
-    return f"{os.path.join(options.finetuning.output_dir, LABELS_FILE)}: {', '.join(labels)}"
+    if tf.io.gfile.exists(path):
+        return path
+    return f"collected from --train_file {options.train_file}; give --labels to name others"
 
 
 # ---- the task ------------------------------------------------------------------------------------
@@ -287,8 +291,8 @@ def build_task(options: TextClassificationOptions, tokenizer) -> finetuning.Fine
                                f"{options.multi_label_threshold}.")
     schema = options.schema()
     examples = read_split_examples(options)
+    origin = _label_origin(options)
     labels = resolve_labels(options, examples)
-    origin = _label_origin(options, labels)
     kind = schema.label_kind
     threshold = options.multi_label_threshold
 

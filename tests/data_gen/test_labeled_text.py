@@ -93,7 +93,8 @@ def test_every_bad_value_is_one_sentence_naming_file_line_and_value(tmp_path):
         "FILE:2: the row has 1 TSV field, so it has no column '1' (--label_field): ['Rain'].")
     assert _error(tmp_path, "c.csv", "text,topic\nGoal,sport\n ,sport\n") == (
         "FILE:3: the text field 'text' (--text_field) is empty.")
-    assert _error(tmp_path, "d.csv", "text,topic\nGoal,\n") == "FILE:2: the label field 'topic' (--label_field) is empty."
+    assert _error(tmp_path, "d.csv", "text,topic\nGoal,\n") == (
+        "FILE:2: the label field 'topic' (--label_field) is empty.")
     assert _error(tmp_path, "e.jsonl", '{"text": "Goal", "topic": "sport"}\n{"text": "Rain"}\n') == (
         "FILE:2: the JSON object has no field 'topic' (--label_field); its fields are ['text'].")
     assert _error(tmp_path, "f.jsonl", '{"text": "Goal", "topic": "sport"\n') == (

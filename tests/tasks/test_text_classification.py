@@ -135,6 +135,18 @@ def test_option_errors_stop_before_training(tmp_path, tokenizer):
             text_classification.build_task(options, tokenizer)
 
 
+def test_an_eval_label_the_training_file_lacks_names_its_line_and_where_the_labels_came_from(tmp_path, tokenizer):
+    (tmp_path / "train.tsv").write_text("text\ttopic\nthe model\tsport\na block\tweather\n")
+    (tmp_path / "dev.tsv").write_text("text\ttopic\nthe model\tsport\na block\tpolitics\n")
+    finetuning = FinetuningOptions(str(tmp_path / "run"), do_train=True, do_eval=True, max_seq_length=8,
+                                   cached_dir=str(tmp_path / "cache"))
+    with pytest.raises(LabeledTextError, match=f"^{re.escape(str(tmp_path / 'dev.tsv'))}:3: label 'politics' is not "
+                                               f"one of the model's labels \\['sport', 'weather'\\] \\(collected "
+                                               f"from --train_file {re.escape(str(tmp_path / 'train.tsv'))}; give "
+                                               f"--labels to name others\\)\\.$"):
+        text_classification.build_task(_options(tmp_path, finetuning), tokenizer)
+
+
 def test_prediction_files(tmp_path):
     multi = LabeledTextSchema("text", "topic", label_kind=MULTI_LABEL)
     outputs = {"probabilities": np.array([[0.9, 0.2], [0.1, 0.3]])}
