@@ -2,7 +2,6 @@
 import dataclasses
 import json
 
-import keras
 import numpy as np
 import pytest
 import tensorflow as tf
@@ -10,59 +9,7 @@ import tensorflow as tf
 from albert_tf.tasks import finetuning
 from albert_tf.training import metrics
 from tests.helpers import make_spm_model
-
-SEQ = 6
-
-
-class ToyClassifier(keras.Model):
-    """Logits from the raw ids: the label (first id > second id) is linear in them."""
-
-    def __init__(self, num_labels=2, **kwargs):
-        super().__init__(**kwargs)
-        self.dense = keras.layers.Dense(num_labels, name="output")
-
-    def call(self, inputs, training=False):
-        return self.dense(tf.cast(inputs["input_word_ids"], tf.float32) / 10.0)
-
-
-def _examples(count, seed):
-    ids = np.random.default_rng(seed).integers(0, 10, size=(count, SEQ)).astype(np.int32)
-    return {"input_word_ids": ids, "input_mask": np.ones_like(ids), "input_type_ids": np.zeros_like(ids),
-            "label_ids": (ids[:, 0] > ids[:, 1]).astype(np.int32), "example_index": np.arange(count, dtype=np.int32)}
-
-
-def _split(name, count, seed, suffix=""):
-    data = _examples(count, seed)
-    return finetuning.DataSplit(name, lambda: tf.data.Dataset.from_tensor_slices(data), count, suffix)
-
-
-def _task(written, with_mismatched=False):
-    def compute_metrics(split, outputs):
-        return {"accuracy": metrics.accuracy(outputs["logits"].argmax(-1), outputs["label_ids"])}
-
-    def write_eval_predictions(path, split, outputs):
-        np.savetxt(path, outputs["logits"].argmax(-1), fmt="%d")
-
-    def write_predictions(output_dir, split, outputs):
-        written[split.name] = outputs
-
-    sequence = tf.TensorSpec([None, SEQ], tf.int32)
-    evaluation = [_split("dev", 50, 1)] + ([_split("dev_mismatched", 30, 2, "_mismatched")] if with_mismatched else [])
-    return finetuning.FinetuningTask(
-        name="toy", build_model=lambda config, dropout_rate, recompute_blocks: ToyClassifier(name="toy_classifier"),
-        input_signature={"input_word_ids": sequence, "input_mask": sequence, "input_type_ids": sequence},
-        loss_fn=finetuning.classification_loss_fn, predict_fn=finetuning.classification_predict_fn,
-        serving_fn=finetuning.classification_serving_fn, compute_metrics=compute_metrics, best_metric="accuracy",
-        train_data=_split("train", 200, 0), eval_splits=evaluation, predict_splits=[_split("test", 23, 3)],
-        write_eval_predictions=write_eval_predictions, write_predictions=write_predictions)
-
-
-def _options(output_dir, **changes):
-    values = dict(output_dir=str(output_dir), preset="albert-base", max_seq_length=SEQ, train_step=60,
-                  warmup_step=5, learning_rate=0.05, train_batch_size=10, eval_batch_size=64, predict_batch_size=64,
-                  save_checkpoints_steps=20, steps_per_loop=20, jit_compile=False)
-    values.update(changes)
-    return finetuning.FinetuningOptions(**values)
+from tests.tasks.toy_task import SEQ, ToyClassifier, toy_examples, toy_options, toy_split, toy_task
 
 
 def test_resolve_train_steps_follows_the_original():
@@ -81,8 +28,8 @@ def test_resolve_train_steps_follows_the_original():
 def test_train_evaluate_every_checkpoint_predict_and_export(tmp_path):
     written = {}
     results = finetuning.run_finetuning(
-        _task(written, with_mismatched=True),
-        _options(tmp_path / "run", do_train=True, do_eval=True, do_predict=True, eval_every_checkpoint=True,
+        toy_task(written, with_mismatched=True),
+        toy_options(tmp_path / "run", do_train=True, do_eval=True, do_predict=True, eval_every_checkpoint=True,
                  save_checkpoints_steps=10, steps_per_loop=10, export_dir=str(tmp_path / "export")))
     run = tmp_path / "run"
     final = json.loads((run / "eval_results.json").read_text())
@@ -113,37 +60,37 @@ def test_train_evaluate_every_checkpoint_predict_and_export(tmp_path):
     assert written["test"]["example_index"].tolist() == list(range(23))
 
     served = tf.saved_model.load(str(tmp_path / "export")).signatures["serving_default"]
-    test = _examples(23, 3)
+    test = toy_examples(23, 3)
     outputs = served(**{name: tf.constant(test[name]) for name in ("input_word_ids", "input_mask", "input_type_ids")})
     np.testing.assert_allclose(outputs["logits"].numpy(), written["test"]["logits"], atol=1e-5)
     np.testing.assert_allclose(outputs["probabilities"].numpy().sum(-1), np.ones(23), atol=1e-5)
 
 
 def test_eval_without_checkpoint_uses_initial_weights_and_returns(tmp_path):
-    results = finetuning.run_finetuning(_task({}), _options(tmp_path, do_eval=True))
+    results = finetuning.run_finetuning(toy_task({}), toy_options(tmp_path, do_eval=True))
     assert results["eval"]["global_step"] == 0
     assert "checkpoint" not in results["best"] and not (tmp_path / "best").exists()
     assert 0.0 <= json.loads((tmp_path / "eval_results.json").read_text())["accuracy"] <= 1.0
 
 
 def test_later_runs_evaluate_and_predict_with_the_checkpoints_of_earlier_ones(tmp_path):
-    trained = finetuning.run_finetuning(_task({}), _options(tmp_path, do_train=True, do_predict=True))
+    trained = finetuning.run_finetuning(toy_task({}), toy_options(tmp_path, do_train=True, do_predict=True))
     assert trained["prediction_checkpoint"] == str(tmp_path / "ckpt-60")
-    results = finetuning.run_finetuning(_task({}), _options(tmp_path, do_eval=True))
+    results = finetuning.run_finetuning(toy_task({}), toy_options(tmp_path, do_eval=True))
     assert results["eval"]["global_step"] == 60 and results["eval"]["accuracy"] > 0.85
     # As the original predicted with model.ckpt-best, a prediction-only run uses best/ when there is one.
-    predicted = finetuning.run_finetuning(_task({}), _options(tmp_path, do_predict=True))
+    predicted = finetuning.run_finetuning(toy_task({}), toy_options(tmp_path, do_predict=True))
     assert predicted["prediction_checkpoint"] == str(tmp_path / "best" / "ckpt-best")
     # The config training left beside the checkpoints (and in best/) defines the model of later runs.
     assert (tmp_path / "best" / "albert_config.json").read_text() == (tmp_path / "albert_config.json").read_text()
-    again = finetuning.run_finetuning(_task({}), _options(tmp_path, do_eval=True, preset=None))
+    again = finetuning.run_finetuning(toy_task({}), toy_options(tmp_path, do_eval=True, preset=None))
     assert again["eval"] == results["eval"]
 
 
 def test_an_empty_predict_split_gives_every_output_with_no_rows(tmp_path):
     written = {}
-    task = dataclasses.replace(_task(written), predict_splits=[_split("test", 0, 3)])
-    finetuning.run_finetuning(task, _options(tmp_path, do_predict=True))
+    task = dataclasses.replace(toy_task(written), predict_splits=[toy_split("test", 0, 3)])
+    finetuning.run_finetuning(task, toy_options(tmp_path, do_predict=True))
     outputs = written["test"]
     assert sorted(outputs) == ["example_index", "label_ids", "logits", "per_example_loss", "probabilities"]
     assert outputs["logits"].shape == outputs["probabilities"].shape == (0, 2)
@@ -152,21 +99,21 @@ def test_an_empty_predict_split_gives_every_output_with_no_rows(tmp_path):
 
 def test_bad_options_are_named(tmp_path):
     with pytest.raises(ValueError, match="Nothing to do"):
-        finetuning.run_finetuning(_task({}), _options(tmp_path))
-    task = _task({})
+        finetuning.run_finetuning(toy_task({}), toy_options(tmp_path))
+    task = toy_task({})
     task.train_data = None
     with pytest.raises(ValueError, match="--do_train is set but task 'toy' was given no data"):
-        finetuning.run_finetuning(task, _options(tmp_path, do_train=True))
+        finetuning.run_finetuning(task, toy_options(tmp_path, do_train=True))
     with pytest.raises(ValueError, match="max_position_embeddings=512"):
-        finetuning.run_finetuning(_task({}), _options(tmp_path, do_eval=True, max_seq_length=1024))
+        finetuning.run_finetuning(toy_task({}), toy_options(tmp_path, do_eval=True, max_seq_length=1024))
     with pytest.raises(ValueError, match="--albert_config_file or --preset"):
-        finetuning.run_finetuning(_task({}), _options(tmp_path, do_eval=True, preset=None))
+        finetuning.run_finetuning(toy_task({}), toy_options(tmp_path, do_eval=True, preset=None))
 
 
 def test_regression_functions_fit_a_linear_score(tmp_path):
     """STS-B's path: one output, MSE loss, `predictions` out; Pearson from the outputs."""
     def split(name, count, seed):
-        data = _examples(count, seed)
+        data = toy_examples(count, seed)
         data["label_ids"] = (data["input_word_ids"][:, 0] - data["input_word_ids"][:, 1]).astype(np.float32) / 2
         return finetuning.DataSplit(name, lambda: tf.data.Dataset.from_tensor_slices(data), count)
 
@@ -180,7 +127,7 @@ def test_regression_functions_fit_a_linear_score(tmp_path):
         compute_metrics=lambda split, outputs: {
             "pearson": metrics.pearson_correlation(outputs["predictions"], outputs["label_ids"])},
         best_metric="pearson", train_data=split("train", 200, 0), eval_splits=[split("dev", 50, 1)])
-    results = finetuning.run_finetuning(task, _options(tmp_path, do_train=True, do_eval=True, learning_rate=0.1,
+    results = finetuning.run_finetuning(task, toy_options(tmp_path, do_train=True, do_eval=True, learning_rate=0.1,
                                                        warmup_step=0))
     assert results["eval"]["pearson"] > 0.99
     # The evaluation loss is the mean squared error, as the original's per_example_loss = (logit - label)^2.
