@@ -65,6 +65,12 @@ def define_finetuning_flags(*, learning_rate, max_seq_length, train_step=None, w
     flags.DEFINE_float("dropout_prob", 0.1, "Dropout on the task head's input, the pooled output (the sequence "
                        "output for run_ner), as the original's 0.1.")
     flags.DEFINE_string("export_dir", None, "Export the fine-tuned model here as a SavedModel (serving_default).")
+    flags.DEFINE_integer("num_trials", 1,
+                         "Fine-tune this many times, trial k (0-based) with seed --seed + k in "
+                         "--output_dir/trial-<k>/, and report each trial and the median, mean and std of every "
+                         "metric in --output_dir/eval_results.json; best/, the predictions and --export_dir come "
+                         "from the trial with the best dev metric. Finished trials are kept when rerun. Needs "
+                         "--do_train and --do_eval.")
     define_compute_flags()
     define_distribution_flags()
     define_original_flags({"albert_hub_module_handle": "pass --hub_module_handle (an export of "

@@ -112,7 +112,8 @@ class FinetuningOptions(TrainingSettings):
     weights (`resolve_tokenizer`); feature caches go to `cached_dir`, by default `output_dir`.
 
     Give `train_step` (with `warmup_step`) or `num_train_epochs` (with `warmup_proportion`); the original
-    GLUE and RACE scripts count steps, its SQuAD scripts count epochs.
+    GLUE and RACE scripts count steps, its SQuAD scripts count epochs. `num_trials` is read by
+    `trials.run_trials`, which the tasks call; `run_finetuning` runs one trial.
 
     Example:
     >>> options = FinetuningOptions(output_dir="/tmp/squad", preset="albert-base", max_seq_length=384,
@@ -151,6 +152,17 @@ class FinetuningOptions(TrainingSettings):
     eval_every_checkpoint: bool = False
     dropout_prob: float = 0.1
     export_dir: Optional[str] = None
+    # Fine-tuning runs with seeds seed, seed + 1, ... in output_dir/trial-<k>/ (albert_tf/tasks/trials.py).
+    num_trials: int = 1
+
+    def __post_init__(self):
+        super().__post_init__()
+        # Checked here, before a task loads its data for a run that cannot go ahead.
+        if self.num_trials < 1:
+            raise ValueError(f"--num_trials must be a positive integer, got {self.num_trials}.")
+        if self.num_trials > 1 and not (self.do_train and self.do_eval):
+            raise ValueError(f"--num_trials={self.num_trials} needs --do_train and --do_eval: the trials differ only "
+                             "in the seed of training, and are compared by their dev metrics.")
 
 
 # ---- loss and prediction functions shared by the classification-style tasks ------------------------

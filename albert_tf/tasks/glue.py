@@ -29,7 +29,7 @@ import tensorflow as tf
 from absl import logging
 
 from albert_tf.models.classifier import AlbertClassifier
-from albert_tf.tasks import finetuning
+from albert_tf.tasks import finetuning, trials
 from albert_tf.tasks.finetuning import FinetuningOptions
 from albert_tf.training import metrics
 from data_gen import glue as glue_data
@@ -298,11 +298,12 @@ def build_task(options: GlueOptions, finetuning_options: FinetuningOptions, toke
 
 
 def run_glue(options: GlueOptions) -> Dict[str, object]:
-    """Fine-tunes, evaluates and predicts a GLUE task as `options` ask; returns `run_finetuning`'s results.
+    """Fine-tunes, evaluates and predicts a GLUE task as `options` ask; returns `run_finetuning`'s results
+    (with `num_trials` > 1, `trials.run_trials`').
 
     A run stopped by SIGTERM raises checkpointing.TrainingPreempted once its checkpoint is saved; running it
     again resumes. See the module's docstring for an example.
     """
     finetuning_options = resolve_options(options)
     tokenizer = finetuning.resolve_tokenizer(finetuning_options)
-    return finetuning.run_finetuning(build_task(options, finetuning_options, tokenizer), finetuning_options)
+    return trials.run_trials(build_task(options, finetuning_options, tokenizer), finetuning_options)

@@ -37,7 +37,7 @@ import tensorflow as tf
 from absl import logging
 
 from albert_tf.models.token_classifier import AlbertTokenClassifier
-from albert_tf.tasks import finetuning
+from albert_tf.tasks import finetuning, trials
 from albert_tf.tasks.finetuning import EXAMPLE_INDEX, LABEL_IDS, FinetuningOptions, model_inputs
 from data_gen import conll as conll_data
 from data_gen.conll import IGNORED_LABEL, ConllSentence
@@ -212,10 +212,11 @@ def build_task(options: NerOptions, tokenizer) -> finetuning.FinetuningTask:
 
 
 def run_ner(options: NerOptions) -> Dict[str, object]:
-    """Fine-tunes, evaluates and predicts CoNLL NER as `options` ask; returns `run_finetuning`'s results.
+    """Fine-tunes, evaluates and predicts CoNLL NER as `options` ask; returns `run_finetuning`'s results
+    (with `num_trials` > 1, `trials.run_trials`').
 
     A run stopped by SIGTERM raises checkpointing.TrainingPreempted once its checkpoint is saved; running it
     again resumes. See the module's docstring for an example.
     """
     tokenizer = finetuning.resolve_tokenizer(options.finetuning)
-    return finetuning.run_finetuning(build_task(options, tokenizer), options.finetuning)
+    return trials.run_trials(build_task(options, tokenizer), options.finetuning)

@@ -28,7 +28,7 @@ import tensorflow as tf
 from absl import logging
 
 from albert_tf.models.multiple_choice import AlbertMultipleChoice
-from albert_tf.tasks import finetuning
+from albert_tf.tasks import finetuning, trials
 from albert_tf.tasks.finetuning import FinetuningOptions
 from albert_tf.training import metrics
 from data_gen import race as race_data
@@ -140,10 +140,11 @@ def build_task(options: RaceOptions, tokenizer) -> finetuning.FinetuningTask:
 
 
 def run_race(options: RaceOptions) -> Dict[str, object]:
-    """Fine-tunes, evaluates and predicts RACE as `options` ask; returns `run_finetuning`'s results.
+    """Fine-tunes, evaluates and predicts RACE as `options` ask; returns `run_finetuning`'s results
+    (with `num_trials` > 1, `trials.run_trials`').
 
     A run stopped by SIGTERM raises checkpointing.TrainingPreempted once its checkpoint is saved; running it
     again resumes. See the module's docstring for an example.
     """
     tokenizer = finetuning.resolve_tokenizer(options.finetuning)
-    return finetuning.run_finetuning(build_task(options, tokenizer), options.finetuning)
+    return trials.run_trials(build_task(options, tokenizer), options.finetuning)

@@ -1,0 +1,158 @@
+"""albert_tf.tasks.trials: the statistics of a multi-seed run, its layout and resumption on the driver's toy task,
+and run_glue --num_trials end to end."""
+import json
+import math
+import os
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from albert_tf.tasks import finetuning, trials
+from tests.helpers import run_script
+from tests.tasks.task_data import GLUE_TINY_CONFIG, write_keyword_mrpc
+from tests.tasks.toy_task import toy_examples, toy_options, toy_task
+
+
+def _record(trial, seed, **metrics):
+    return {"trial": trial, "seed": seed, "metrics": metrics}
+
+
+def test_statistics_cover_every_numeric_metric_and_the_best_trial_has_the_highest_task_metric():
+    records = [_record(0, 10, accuracy=0.50, loss=0.9, global_step=100, source="a"),
+               _record(1, 11, accuracy=0.75, loss=0.4, global_step=100, source="b"),
+               _record(2, 12, accuracy=0.75, loss=0.5, global_step=200, source="c"),
+               _record(3, 13, accuracy=0.60, loss=0.6, global_step=100, source="d")]
+    summary = trials.aggregate_trials(records, "accuracy")
+    assert set(summary) == {"num_trials", "best_metric", "best_trial", "trials", "median", "mean", "std"}
+    assert summary["num_trials"] == 4 and summary["best_metric"] == "accuracy"
+    # The first of equal best values wins.
+    assert summary["best_trial"] == 1
+    assert summary["trials"] == records
+    # Strings are not metrics; integers (global_step) are.
+    assert set(summary["median"]) == set(summary["mean"]) == set(summary["std"]) == {"accuracy", "loss",
+                                                                                     "global_step"}
+    # An even count's median is the mean of the middle two.
+    assert summary["median"] == pytest.approx({"accuracy": 0.675, "loss": 0.55, "global_step": 100.0})
+    assert summary["mean"] == pytest.approx({"accuracy": 0.65, "loss": 0.6, "global_step": 125.0})
+    # The sample standard deviation: sum of squared deviations over n - 1.
+    accuracy_deviations = np.array([0.50, 0.75, 0.75, 0.60]) - 0.65
+    assert summary["std"]["accuracy"] == pytest.approx(math.sqrt(np.sum(accuracy_deviations ** 2) / 3))
+    assert summary["std"]["global_step"] == pytest.approx(50.0)
+
+
+def test_a_nan_never_wins_and_bad_inputs_are_named():
+    summary = trials.aggregate_trials([_record(0, 1, f1=float("nan")), _record(1, 2, f1=0.1)], "f1")
+    assert summary["best_trial"] == 1 and math.isnan(summary["median"]["f1"])
+    with pytest.raises(ValueError, match="at least two"):
+        trials.aggregate_trials([_record(0, 1, f1=0.5)], "f1")
+    with pytest.raises(ValueError, match="Trial 1 reports no 'f1'"):
+        trials.aggregate_trials([_record(0, 1, f1=0.5), _record(1, 2, accuracy=0.5)], "f1")
+    # A metric that one trial lacks has no statistics rather than ones over fewer trials.
+    assert "mcc" not in trials.aggregate_trials([_record(0, 1, f1=0.5, mcc=0.1), _record(1, 2, f1=0.6)],
+                                                "f1")["median"]
+
+
+def test_num_trials_is_refused_where_trials_could_not_differ_or_be_compared():
+    with pytest.raises(ValueError, match="--num_trials must be a positive integer, got 0"):
+        finetuning.FinetuningOptions("/tmp/x", num_trials=0)
+    with pytest.raises(ValueError, match="--num_trials=3 needs --do_train and --do_eval"):
+        finetuning.FinetuningOptions("/tmp/x", num_trials=3, do_train=True)
+
+
+def _trial_results_mtimes(run):
+    return {name: os.stat(run / name / trials.TRIAL_RESULTS_NAME).st_mtime_ns
+            for name in sorted(os.listdir(run)) if name.startswith(trials.TRIAL_DIR_PREFIX)}
+
+
+def test_trials_lay_out_resume_add_and_keep_the_best(tmp_path):
+    written = {}
+    run = tmp_path / "run"
+    results = trials.run_trials(toy_task(written), toy_options(
+        run, do_train=True, do_eval=True, do_predict=True, num_trials=2, seed=7,
+        export_dir=str(tmp_path / "export")))
+    summary = json.loads((run / "eval_results.json").read_text())
+    assert [(record["trial"], record["seed"]) for record in summary["trials"]] == [(0, 7), (1, 8)]
+    accuracies = [record["metrics"]["accuracy"] for record in summary["trials"]]
+    assert summary["best_trial"] == int(np.argmax(accuracies)) and summary["best_metric"] == "accuracy"
+    assert summary["median"]["accuracy"] == pytest.approx(np.mean(accuracies))
+    assert {name: results[name] for name in summary} == summary
+    for record in summary["trials"]:
+        trial_dir = run / f"trial-{record['trial']}"
+        assert json.loads((trial_dir / trials.TRIAL_RESULTS_NAME).read_text()) == record
+        # Each trial is an ordinary run of the driver; its metrics are those of its best checkpoint.
+        assert json.loads((trial_dir / "best" / "eval_results.json").read_text())["accuracy"] == \
+            record["metrics"]["accuracy"]
+        assert tf.train.latest_checkpoint(str(trial_dir)) == str(trial_dir / "ckpt-60")
+    text = (run / "eval_results.txt").read_text()
+    assert f"best_trial = {summary['best_trial']}\n" in text and "std_accuracy = " in text
+
+    # best/ is the best trial's best/, and predictions and the export come from it, into the run's own places.
+    best_trial = run / f"trial-{summary['best_trial']}"
+    assert (run / "best" / "eval_results.json").read_text() == (best_trial / "best" / "eval_results.json").read_text()
+    assert (run / "albert_config.json").read_text() == (best_trial / "albert_config.json").read_text()
+    assert results["best"]["checkpoint"] == results["prediction_checkpoint"] == str(run / "best" / "ckpt-best")
+    test = toy_examples(23, 3)
+    served = tf.saved_model.load(str(tmp_path / "export")).signatures["serving_default"]
+    outputs = served(**{name: tf.constant(test[name]) for name in ("input_word_ids", "input_mask", "input_type_ids")})
+    np.testing.assert_allclose(outputs["logits"].numpy(), written["test"]["logits"], atol=1e-5)
+
+    # Trial k is the run that seed + k gives alone.
+    alone = finetuning.run_finetuning(toy_task({}), toy_options(tmp_path / "alone", do_train=True, do_eval=True,
+                                                                seed=8))
+    assert alone["best"]["accuracy"] == summary["trials"][1]["metrics"]["accuracy"]
+
+    # A rerun with more trials keeps the finished ones and adds the missing one.
+    finished = _trial_results_mtimes(run)
+    more = trials.run_trials(toy_task({}), toy_options(run, do_train=True, do_eval=True, num_trials=3, seed=7))
+    assert {name: mtime for name, mtime in _trial_results_mtimes(run).items() if name in finished} == finished
+    assert sorted(_trial_results_mtimes(run)) == ["trial-0", "trial-1", "trial-2"]
+    assert more["trials"][:2] == summary["trials"] and more["trials"][2]["seed"] == 9
+    assert "prediction_checkpoint" not in more
+
+    # A trial without its trial_results.json has not finished: it resumes from its checkpoint, here the last.
+    (run / "trial-2" / trials.TRIAL_RESULTS_NAME).unlink()
+    resumed = trials.run_trials(toy_task({}), toy_options(run, do_train=True, do_eval=True, num_trials=3, seed=7))
+    assert resumed["trials"] == more["trials"]
+    assert {name: mtime for name, mtime in _trial_results_mtimes(run).items() if name in finished} == finished
+
+    with pytest.raises(ValueError, match="records seed 7, but --seed=100 gives trial-0 seed 100"):
+        trials.run_trials(toy_task({}), toy_options(run, do_train=True, do_eval=True, num_trials=2, seed=100))
+
+
+def test_one_trial_is_the_single_run(tmp_path):
+    results = trials.run_trials(toy_task({}), toy_options(tmp_path, do_train=True, do_eval=True))
+    assert set(results) == {"train", "eval", "best"}
+    assert not any(name.startswith(trials.TRIAL_DIR_PREFIX) for name in os.listdir(tmp_path))
+    assert json.loads((tmp_path / "eval_results.json").read_text()) == results["eval"]
+
+
+@pytest.mark.slow
+def test_run_glue_num_trials_end_to_end_and_rerun_keeps_finished_trials(tmp_path, tokenizer):
+    write_keyword_mrpc(tmp_path / "glue", sizes=(("train", 32), ("dev", 12), ("test", 5)))
+    config_file = tmp_path / "albert_config.json"
+    config_file.write_text(json.dumps(GLUE_TINY_CONFIG))
+    run = tmp_path / "run"
+    flags = [f"--data_dir={tmp_path / 'glue'}", "--task_name=MRPC", f"--albert_config_file={config_file}",
+             f"--spm_model_file={tokenizer.spm_model_file}", f"--output_dir={run}", "--max_seq_length=32",
+             "--do_train", "--do_eval", "--do_predict", "--train_step=4", "--warmup_step=1", "--learning_rate=1e-3",
+             "--train_batch_size=8", "--eval_batch_size=16", "--predict_batch_size=16", "--save_checkpoints_steps=4",
+             "--steps_per_loop=2", "--nojit_compile", "--num_trials=2", "--seed=3"]
+    first = run_script("run_glue", *flags, CUDA_VISIBLE_DEVICES="")
+    assert first.returncode == 0, first.stderr[-4000:]
+    assert "trial-0 (1 of 2, seed 3) in" in first.stderr and "trial-1 (2 of 2, seed 4) in" in first.stderr
+    summary = json.loads((run / "eval_results.json").read_text())
+    assert [record["seed"] for record in summary["trials"]] == [3, 4]
+    assert set(summary["median"]) >= {"accuracy", "f1", "loss"} and summary["best_metric"] == "accuracy"
+    assert (run / "best" / "ckpt-best.index").exists()
+    assert [row.split("\t")[0] for row in (run / "MRPC.tsv").read_text().splitlines()] == \
+        ["index"] + [str(100 + index) for index in range(5)]
+    assert not (run / "trial-0" / "MRPC.tsv").exists()
+
+    finished = _trial_results_mtimes(run)
+    again = run_script("run_glue", *flags, CUDA_VISIBLE_DEVICES="")
+    assert again.returncode == 0, again.stderr[-4000:]
+    assert "trial-0 (1 of 2, seed 3) finished earlier: keeping it" in again.stderr
+    assert "trial-1 (2 of 2, seed 4) finished earlier: keeping it" in again.stderr
+    assert _trial_results_mtimes(run) == finished
+    assert json.loads((run / "eval_results.json").read_text()) == summary
