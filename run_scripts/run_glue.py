@@ -29,7 +29,8 @@ flags.DEFINE_string("tfds_data_dir", None, "tensorflow-datasets data_dir (defaul
 flags.DEFINE_bool("use_paper_hparams", False,
                   "Use run_glue.sh's learning rate, steps, warmup, checkpoint interval and batch size for the "
                   "task, and evaluate every checkpoint as the original run_classifier did (flags given "
-                  "explicitly still win).")
+                  "explicitly still win). One seed: the paper reports the median over 5 runs for the GLUE sets "
+                  "with a large dev variance, without naming them (BUILD_NOTES.md); add --num_trials=5 for that.")
 flags.mark_flag_as_required("task_name")
 
 

@@ -44,7 +44,8 @@ class GlueOptions:
     locally under `tfds_data_dir` or its default). With `use_paper_hparams`, run_glue.sh's learning rate,
     steps, warmup, checkpoint interval and batch size replace those of `finetuning`, and every checkpoint
     is evaluated as the original run_classifier did, except for the fields named in `explicit_options`
-    (those the caller chose, e.g. the flags given on the command line).
+    (those the caller chose, e.g. the flags given on the command line). That is one seed; for the paper's
+    median over 5 runs (albert_tf/tasks/trials.py) set `finetuning.num_trials=5`.
 
     Example:
     >>> options = GlueOptions(FinetuningOptions("/tmp/rte", learning_rate=1e-5), task_name="RTE",
