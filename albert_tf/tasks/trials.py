@@ -7,7 +7,7 @@ over 5 runs for the GLUE sets with a large variance on dev). `run_trials` runs a
 
 - `trial-<k>/` for k = 0 .. num_trials - 1: an ordinary run of the driver (checkpoints, eval_results, best/) with
   seed `seed + k`, so trial-0 is the run a single `--seed` gives. `trial-<k>/trial_results.json`, written when
-  the trial has finished, records its seed and the metrics of its best checkpoint (the one its best/ holds).
+  the trial has finished, records its task, seed and the metrics of its best checkpoint (the one its best/ holds).
 - `eval_results.json`: `trials` (each trial's index, seed and metrics), the `median`, `mean` and `std` (the
   sample standard deviation) of every numeric metric over the trials, `best_metric` and `best_trial`, the trial
   with the highest value of the task's metric (the one that picks its best checkpoint); `eval_results.txt` says
@@ -157,7 +157,7 @@ def run_trials(task: FinetuningTask, options: FinetuningOptions) -> Dict[str, ob
     tf.io.gfile.makedirs(options.output_dir)
     records, durations = [], []
     for trial in range(options.num_trials):
-        records.append(_finished_trial(options, trial) or _run_trial(task, options, trial, durations))
+        records.append(_finished_trial(task, options, trial) or _run_trial(task, options, trial, durations))
     summary = aggregate_trials(records, task.best_metric)
     best = summary["best_trial"]
     checkpoint = _copy_best_trial(options.output_dir, trial_dir(options.output_dir, best))
@@ -174,8 +174,8 @@ def run_trials(task: FinetuningTask, options: FinetuningOptions) -> Dict[str, ob
     return results
 
 
-def _finished_trial(options, trial):
-    """The record of a trial that finished in an earlier run, or None."""
+def _finished_trial(task, options, trial):
+    """The record of a trial that finished in an earlier run of this task and seed, or None."""
     path = os.path.join(trial_dir(options.output_dir, trial), TRIAL_RESULTS_NAME)
     if not tf.io.gfile.exists(path):
         return None
@@ -184,6 +184,12 @@ def _finished_trial(options, trial):
             record = json.load(handle)
         except json.JSONDecodeError as error:
             raise ValueError(f"{path} is not valid JSON ({error}); delete it to run trial-{trial} again.") from None
+    if record.get("task") != task.name:
+        raise ValueError(f"{path} holds a trial of task {record.get('task')!r}, not of {task.name!r}: use another "
+                         "--output_dir.")
+    if task.best_metric not in record.get("metrics", {}):
+        raise ValueError(f"{path} has no {task.best_metric!r} among its metrics; delete it to run trial-{trial} "
+                         "again.")
     seed = trial_seed(options.seed, trial)
     if record.get("seed") != seed:
         raise ValueError(f"{path} records seed {record.get('seed')}, but --seed={options.seed} gives trial-{trial} "
@@ -204,7 +210,7 @@ def _run_trial(task, options, trial, durations):
     keras.backend.clear_session()
     durations.append(time.monotonic() - started)
     metrics = {name: value for name, value in results["best"].items() if name != "checkpoint"}
-    record = {"trial": trial, "seed": seed, "metrics": metrics}
+    record = {"trial": trial, "seed": seed, "task": task.name, "metrics": metrics}
     _write_json(os.path.join(directory, TRIAL_RESULTS_NAME), record)
     logging.info("trial-%d (%d of %d) finished in %s: %s = %g.", trial, trial + 1, options.num_trials,
                  _duration(durations[-1]), task.best_metric, metrics[task.best_metric])
