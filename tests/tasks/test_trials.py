@@ -76,7 +76,7 @@ def _trial_options(output_dir, **changes):
                        steps_per_loop=10, **changes)
 
 
-def test_trials_lay_out_resume_add_and_keep_the_best(tmp_path):
+def test_trials_lay_out_and_keep_the_best_for_predictions_and_the_export(tmp_path):
     written = {}
     run = tmp_path / "run"
     results = trials.run_trials(toy_task(written), _trial_options(
@@ -109,6 +109,12 @@ def test_trials_lay_out_resume_add_and_keep_the_best(tmp_path):
     outputs = served(**{name: tf.constant(test[name]) for name in ("input_word_ids", "input_mask", "input_type_ids")})
     np.testing.assert_allclose(outputs["logits"].numpy(), written["test"]["logits"], atol=1e-5)
 
+
+@pytest.mark.slow
+def test_trials_are_the_lone_runs_of_their_seeds_resume_and_add_trials(tmp_path):
+    run = tmp_path / "run"
+    summary = trials.run_trials(toy_task({}), _trial_options(run, num_trials=2, seed=7, eval_every_checkpoint=True))
+
     # Trial k is the run that seed + k gives alone.
     alone = finetuning.run_finetuning(toy_task({}), _trial_options(tmp_path / "alone", seed=8,
                                                                    eval_every_checkpoint=True))
@@ -123,11 +129,20 @@ def test_trials_lay_out_resume_add_and_keep_the_best(tmp_path):
     assert more["trials"][:2] == summary["trials"] and more["trials"][2]["seed"] == 9
     assert "prediction_checkpoint" not in more
 
-    # A trial without its trial_results.json has not finished: it resumes from its checkpoint, here the last.
-    (run / "trial-2" / trials.TRIAL_RESULTS_NAME).unlink()
+    # A trial stopped after its checkpoint at step 20 (no ckpt-30, no trial_results.json) resumes from it.
+    stopped = run / "trial-2"
+    for path in [stopped / trials.TRIAL_RESULTS_NAME, *stopped.glob("ckpt-30.*")]:
+        path.unlink()
+    (stopped / "checkpoint").write_text('model_checkpoint_path: "ckpt-20"\n'
+                                        'all_model_checkpoint_paths: "ckpt-10"\n'
+                                        'all_model_checkpoint_paths: "ckpt-20"\n')
+    kept_checkpoint = os.stat(stopped / "ckpt-20.index").st_mtime_ns
     resumed = trials.run_trials(toy_task({}), _trial_options(run, num_trials=3, seed=7))
-    assert resumed["trials"] == more["trials"]
-    assert {name: mtime for name, mtime in _trial_results_mtimes(run).items() if name in finished} == finished
+    assert os.stat(stopped / "ckpt-20.index").st_mtime_ns == kept_checkpoint
+    assert tf.train.latest_checkpoint(str(stopped)) == str(stopped / "ckpt-30")
+    # The driver skips the batches already trained on, so the resumed trial ends where the straight one did.
+    assert resumed["trials"][2]["metrics"] == pytest.approx(more["trials"][2]["metrics"], abs=1e-6)
+    assert resumed["trials"][:2] == more["trials"][:2]
 
     with pytest.raises(ValueError, match="records seed 7, but --seed=100 gives trial-0 seed 100"):
         trials.run_trials(toy_task({}), _trial_options(run, num_trials=2, seed=100))
