@@ -8,7 +8,7 @@ over 5 runs for the GLUE sets with a large variance on dev). `run_trials` runs a
 - `trial-<k>/` for k = 0 .. num_trials - 1: an ordinary run of the driver (checkpoints, eval_results, best/) with
   seed `seed + k`, so trial-0 is the run a single `--seed` gives. `trial-<k>/trial_results.json`, written when
   the trial has finished, records its task, seed and the metrics of its best checkpoint (the one its best/ holds).
-- `eval_results.json`: `trials` (each trial's index, seed and metrics), the `median`, `mean` and `std` (the
+- `eval_results.json`: `trials` (each trial's index, task, seed and metrics), the `median`, `mean` and `std` (the
   sample standard deviation) of every numeric metric over the trials, `best_metric` and `best_trial`, the trial
   with the highest value of the task's metric (the one that picks its best checkpoint); `eval_results.txt` says
   the same as `name = value` lines.
