@@ -48,7 +48,7 @@ import tensorflow as tf
 from absl import logging
 
 from albert_tf.models.classifier import AlbertClassifier
-from albert_tf.tasks import finetuning
+from albert_tf.tasks import finetuning, trials
 from albert_tf.tasks.finetuning import EXAMPLE_INDEX, LABEL_IDS, FinetuningOptions, model_inputs
 from albert_tf.training import metrics
 from data_gen import labeled_text
@@ -338,10 +338,11 @@ def build_task(options: TextClassificationOptions, tokenizer) -> finetuning.Fine
 
 
 def run_text_classification(options: TextClassificationOptions) -> Dict[str, object]:
-    """Fine-tunes, evaluates and predicts on your own files as `options` ask; returns `run_finetuning`'s results.
+    """Fine-tunes, evaluates and predicts on your own files as `options` ask; returns `run_finetuning`'s results
+    (with `num_trials` > 1, `trials.run_trials`').
 
     A run stopped by SIGTERM raises checkpointing.TrainingPreempted once its checkpoint is saved; running it
     again resumes. See the module's docstring for the options.
     """
     tokenizer = finetuning.resolve_tokenizer(options.finetuning)
-    return finetuning.run_finetuning(build_task(options, tokenizer), options.finetuning)
+    return trials.run_trials(build_task(options, tokenizer), options.finetuning)

@@ -13,9 +13,10 @@ from albert_tf.tasks import finetuning, trials
 from albert_tf.tasks.ner import NerOptions, run_ner
 from albert_tf.tasks.race import RaceOptions, run_race
 from albert_tf.tasks.squad import SquadOptions, run_squad
+from albert_tf.tasks.text_classification import TextClassificationOptions, run_text_classification
 from tests.helpers import run_script
 from tests.tasks.task_data import (GLUE_TINY_CONFIG, squad_json, write_keyword_conll, write_keyword_mrpc,
-                                   write_keyword_race)
+                                   write_keyword_race, write_labeled_text)
 from tests.tasks.toy_task import toy_examples, toy_options, toy_task
 
 
@@ -158,20 +159,25 @@ def test_one_trial_is_the_single_run(tmp_path):
     assert json.loads((tmp_path / "eval_results.json").read_text()) == results["eval"]
 
 
-def test_squad_race_and_ner_run_their_tasks_through_the_trials(tmp_path, tokenizer, monkeypatch):
+def test_squad_race_ner_and_own_files_run_their_tasks_through_the_trials(tmp_path, tokenizer, monkeypatch):
     started = []
     monkeypatch.setattr(trials, "run_trials",
                         lambda task, options: started.append((task.name, options.num_trials)) or {})
-    options = finetuning.FinetuningOptions(str(tmp_path / "run"), spm_model_file=tokenizer.spm_model_file,
-                                           max_seq_length=32, do_train=True, do_eval=True, num_trials=2)
+    def options(name):
+        return finetuning.FinetuningOptions(str(tmp_path / name), spm_model_file=tokenizer.spm_model_file,
+                                            max_seq_length=32, do_train=True, do_eval=True, num_trials=2)
+
     squad_file = str(squad_json(tmp_path / "squad.json", 2, 0.0, seed=0))
-    run_squad(SquadOptions(options, train_file=squad_file, predict_file=squad_file, doc_stride=8,
+    run_squad(SquadOptions(options("squad_run"), train_file=squad_file, predict_file=squad_file, doc_stride=8,
                            max_query_length=8))
     write_keyword_race(tmp_path / "race", sizes=(("train", 2), ("dev", 2)))
-    run_race(RaceOptions(options, data_dir=str(tmp_path / "race"), max_qa_length=8))
+    run_race(RaceOptions(options("race_run"), data_dir=str(tmp_path / "race"), max_qa_length=8))
     write_keyword_conll(tmp_path / "conll", sizes=(("train", 2), ("valid", 2)))
-    run_ner(NerOptions(options, data_dir=str(tmp_path / "conll")))
-    assert started == [("squad_v1", 2), ("race", 2), ("ner", 2)]
+    run_ner(NerOptions(options("ner_run"), data_dir=str(tmp_path / "conll")))
+    own_file = str(write_labeled_text(tmp_path / "own.tsv", "single_label", 4))
+    run_text_classification(TextClassificationOptions(options("own_run"), text_field="text", label_field="topic",
+                                                      train_file=own_file, eval_file=own_file))
+    assert started == [("squad_v1", 2), ("race", 2), ("ner", 2), ("text_classification (single_label)", 2)]
 
 
 @pytest.mark.slow
