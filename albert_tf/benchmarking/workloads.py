@@ -58,6 +58,8 @@ class BenchmarkSettings:
     `recompute_blocks` trains with block recomputation; the FLOPs counted stay the model's own (3x the forward),
     so the recomputed forward pass shows as a lower % of peak. `optimizer` is pretrain_step's ("lamb" as
     run_pretraining, or "adamw", the peer comparison's); finetune_step always uses AdamW, as run_glue.
+    `measure_peak=False` skips the matmul peak (its fields and the % of peak are None): for tiny models, where
+    compiling the probe costs more than the steps and a fraction of peak means nothing.
 
     Example:
     >>> settings = BenchmarkSettings(config=AlbertConfig.from_preset("albert-base").to_dict(),
@@ -79,6 +81,7 @@ class BenchmarkSettings:
     steps_per_loop: int = 1
     recompute_blocks: Union[bool, int] = False
     optimizer: str = "lamb"
+    measure_peak: bool = True
 
     def __post_init__(self):
         self.jit_compile = compile_choice.parse_jit_compile(self.jit_compile, source="Benchmark setting jit_compile")
@@ -265,6 +268,8 @@ def run_model_workload(workload: str, settings: BenchmarkSettings) -> dict:
         warmup_seconds = time.perf_counter() - start
 
         def matmul_peaks():
+            if not settings.measure_peak:
+                return {"xla": None, "plain": None}
             return measure_matmul_peaks(settings.batch_size * settings.seq_length, config.hidden_size,
                                         config.intermediate_size, model.dtype_policy.compute_dtype)
 
@@ -283,8 +288,9 @@ def run_model_workload(workload: str, settings: BenchmarkSettings) -> dict:
                                settings.max_predictions_per_seq)
         rates = summarize([settings.steps * settings.batch_size / elapsed for elapsed in seconds])
         gflop_per_s = rates["median"] / settings.batch_size * flops / 1e9
-        peak_by_mode = {mode: max(measured[mode] for measured in peaks) for mode in peaks[0]}
-        peak = max(peak_by_mode.values())
+        peak_by_mode = {mode: None if not settings.measure_peak else max(measured[mode] for measured in peaks)
+                        for mode in peaks[0]}
+        peak = max(peak_by_mode.values()) if settings.measure_peak else None
         device_memory = peak_device_memory_bytes()
         return {
             "workload": workload, "preset": settings.model_name, "batch_size": settings.batch_size,
@@ -299,7 +305,7 @@ def run_model_workload(workload: str, settings: BenchmarkSettings) -> dict:
             "step_seconds_median": settings.batch_size / rates["median"],
             "gflop_per_step": flops / 1e9, "gflop_per_s": gflop_per_s, "peak_gflop_per_s": peak,
             "peak_gflop_per_s_xla": peak_by_mode["xla"], "peak_gflop_per_s_plain": peak_by_mode["plain"],
-            "peak_fraction": gflop_per_s / peak, "peak_rss_mb": peak_rss_bytes() / 1e6,
+            "peak_fraction": None if peak is None else gflop_per_s / peak, "peak_rss_mb": peak_rss_bytes() / 1e6,
             "steady_peak_rss_mb": max(steady_rss) / 1e6 if steady_rss else None,
             "peak_device_memory_mb": None if device_memory is None else device_memory / 1e6,
             "parameter_mb": parameter_bytes(model) / 1e6, "checkpoint_mb": checkpoint_bytes(model) / 1e6,

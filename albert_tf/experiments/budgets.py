@@ -3,10 +3,38 @@
 Example:
 >>> budget_for("smoke").num_train_steps
 40
+>>> budget_for("full").model["hidden_size"], budget_for("full").train_batch_size
+(768, 4096)
 """
 
 import dataclasses
-from typing import Dict
+from typing import Dict, Optional
+
+from albert_tf.config import PRESETS
+
+
+@dataclasses.dataclass(frozen=True)
+class SpeedBudget:
+    """How the speed experiment times the paper's Table 2 models: their widths (hidden, intermediate, embedding,
+    heads, vocabulary) divided by `width_divisor` and their depths by `depth_divisor` (1 and 1: the models
+    themselves), pretraining steps at `batch_size` x `seq_length`, `warmup_steps` then `repeats` timed runs of
+    `steps`; `isolate` runs each model in a process of its own, so its peak memory is its own; `measure_peak`
+    measures the machine's matmul peak beside each (the harness's % of peak)."""
+
+    width_divisor: int = 1
+    depth_divisor: int = 1
+    batch_size: int = 8
+    seq_length: int = 128
+    max_predictions_per_seq: int = 20
+    steps: int = 3
+    warmup_steps: int = 1
+    repeats: int = 3
+    isolate: bool = True
+    measure_peak: bool = True
+
+    @property
+    def full_size(self) -> bool:
+        return self.width_divisor == 1 and self.depth_divisor == 1
 
 
 @dataclasses.dataclass(frozen=True)
@@ -26,10 +54,13 @@ class Budget:
     max_eval_steps: int = 1000
     # Held out from the built-in corpus, by a hash of each document (data_gen.corpora.is_holdout_document).
     holdout_fraction: float = 0.1
+    # None: a tenth of the steps.
+    warmup_steps: Optional[int] = None
+    speed: SpeedBudget = SpeedBudget()
 
     @property
     def num_warmup_steps(self) -> int:
-        return max(1, self.num_train_steps // 10)
+        return self.warmup_steps if self.warmup_steps is not None else max(1, self.num_train_steps // 10)
 
 
 # Tiny models that only show that every piece runs: their numbers say nothing about the paper.
@@ -38,14 +69,27 @@ SMOKE = Budget(
     model=dict(embedding_size=16, hidden_size=32, num_hidden_layers=2, num_attention_heads=2, intermediate_size=64,
                max_position_embeddings=64, hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0),
     vocab_size=1000, max_seq_length=32, max_predictions_per_seq=5, dupe_factor=1, train_batch_size=16,
-    num_train_steps=40, learning_rate=0.01, max_eval_steps=20)
+    num_train_steps=40, learning_rate=0.01, max_eval_steps=20,
+    # Table 2's models at 1/32 of their width and 1/12 of their depth, two steps each in this process: seconds.
+    speed=SpeedBudget(width_divisor=32, depth_divisor=12, batch_size=4, seq_length=32, max_predictions_per_seq=5,
+                      steps=2, warmup_steps=1, repeats=1, isolate=False, measure_peak=False))
 
-BUDGETS = {"smoke": SMOKE}
+# The paper's settings (section 4.1): ALBERT-base (v2: no dropout), a 30,000-piece vocabulary, 125k LAMB steps of
+# 4096 x 512 at 0.00176 with 3,125 warm-up steps, up to 20 masked positions. For accelerators: nothing here runs it.
+# The original generator's dupe_factor is 40 (create_pretraining_data.py's default).
+FULL = Budget(
+    name="full",
+    model={key: value for key, value in PRESETS["albert-base"].items() if key != "vocab_size"},
+    vocab_size=30000, max_seq_length=512, max_predictions_per_seq=20, dupe_factor=40, train_batch_size=4096,
+    num_train_steps=125000, learning_rate=0.00176, warmup_steps=3125, max_eval_steps=100,
+    speed=SpeedBudget(batch_size=32, seq_length=512, steps=10, warmup_steps=2, repeats=3))
+
+BUDGETS = {"smoke": SMOKE, "full": FULL}
 
 
 def budget_for(name: str) -> Budget:
     """The budget called `name`; an unknown or not yet sized budget is an error naming the ones that exist."""
     if name not in BUDGETS:
         raise ValueError(f"--budget={name!r} is not available; available: {', '.join(sorted(BUDGETS))} (the small "
-                         "and full budgets are not sized yet).")
+                         "budget is not sized yet).")
     return BUDGETS[name]

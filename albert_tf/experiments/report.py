@@ -15,6 +15,7 @@ import numpy as np
 
 matplotlib.use("Agg")  # files only: no display on the machines this runs on
 import matplotlib.pyplot as plt  # noqa: E402  (the backend must be chosen before pyplot is imported)
+import matplotlib.ticker  # noqa: E402
 
 REPORT_NAME = "REPORT.md"
 RESULTS_NAME = "results.json"
@@ -85,9 +86,58 @@ def plot_transition_curves(section: Mapping[str, object], path: str) -> str:
     return path
 
 
+def plot_lines(spec: Mapping[str, object], path: str) -> str:
+    """One line per entry of spec["lines"] ({label: (xs, means, seed spreads)}, the band: mean ± spread) against
+    spec["xlabel"], with the majority baseline dashed."""
+    figure, axis = plt.subplots(figsize=(5, 3.2))
+    for label, (xs, means, spreads) in spec["lines"].items():
+        xs, means, spreads = (np.asarray(values, dtype=float) for values in (xs, means, spreads))
+        axis.plot(xs, means, marker="o", label=f"{label} (mean ± sd over seeds)")
+        axis.fill_between(xs, means - spreads, means + spreads, alpha=0.15)
+    axis.axhline(spec["baseline"], color="tab:red", linestyle="--", label="majority baseline")
+    axis.set_xscale(spec["xscale"])
+    if spec["xscale"] == "log":
+        ticks = sorted({x for xs, _, _ in spec["lines"].values() for x in xs})
+        axis.set_xticks(ticks, [str(tick) for tick in ticks])
+    axis.set_xlabel(spec["xlabel"])
+    axis.set_ylabel(spec["ylabel"])
+    axis.legend(fontsize=7)
+    figure.suptitle(spec["title"], fontsize=9)
+    figure.tight_layout()
+    figure.savefig(path, dpi=80)
+    plt.close(figure)
+    return path
+
+
+def plot_bars(spec: Mapping[str, object], path: str) -> str:
+    """Grouped bars over spec["categories"], one panel per entry of spec["panels"] ({"ylabel", "yscale",
+    "series": {label: (values, errors or None)}}); errors are matplotlib's yerr (one row, or lower and upper)."""
+    categories = spec["categories"]
+    panels = spec["panels"]
+    figure, axes = plt.subplots(1, len(panels), figsize=(5 * len(panels), 3.4), squeeze=False)
+    positions = np.arange(len(categories))
+    for axis, panel in zip(axes[0], panels):
+        width = 0.8 / len(panel["series"])
+        for index, (label, (values, errors)) in enumerate(panel["series"].items()):
+            axis.bar(positions + (index - (len(panel["series"]) - 1) / 2) * width, values, width, yerr=errors,
+                     capsize=3, label=label)
+        axis.set_yscale(panel["yscale"])
+        axis.yaxis.set_major_formatter(matplotlib.ticker.FormatStrFormatter("%g"))
+        axis.set_xticks(positions, categories, rotation=20, fontsize=7)
+        axis.set_xlabel(spec["xlabel"])
+        axis.set_ylabel(panel["ylabel"])
+        axis.legend(fontsize=7)
+    figure.suptitle(spec["title"], fontsize=9)
+    figure.tight_layout()
+    figure.savefig(path, dpi=80)
+    plt.close(figure)
+    return path
+
+
 def write_report(output_dir: str, sections: Sequence[Dict[str, object]], results: Mapping[str, object],
                  scale: str, baselines: Mapping[str, float]) -> Dict[str, str]:
-    """Writes the plots, REPORT.md and results.json (arm -> seed -> metric, and per claim the numbers used)."""
+    """Writes the plots, REPORT.md and results.json (arm -> seed -> metric, what was measured without training
+    (the speed experiment's models), and per claim the numbers used)."""
     for section in sections:
         section["plots"] = []
         if "plot_metrics" in section:
@@ -96,6 +146,10 @@ def write_report(output_dir: str, sections: Sequence[Dict[str, object]], results
         if "curves" in section:
             section["plots"].append(f"{section['name']}_curves.png")
             plot_transition_curves(section, os.path.join(output_dir, section["plots"][-1]))
+        for kind, plot in (("line_plots", plot_lines), ("bar_plots", plot_bars)):
+            for spec in section.get(kind, []):
+                section["plots"].append(spec["file"])
+                plot(spec, os.path.join(output_dir, spec["file"]))
     report_path = os.path.join(output_dir, REPORT_NAME)
     with open(report_path, "w", encoding="utf-8") as handle:
         handle.write(report_text(sections, scale, baselines))
@@ -108,8 +162,12 @@ def write_report(output_dir: str, sections: Sequence[Dict[str, object]], results
         for transitions in ("transitions", "transitions_twice_as_deep"):
             for name, per_depth in result.get(transitions, {}).items():
                 metrics[f"{transitions}/{name}"] = [depth["mean"] for depth in per_depth]
+        for name, values in result.get("curve", {}).items():
+            metrics[f"curve/{name}"] = values
         arms.setdefault(f"{experiment}/{arm}", {})[seed] = metrics
     document = {"scale": scale, "baselines": dict(baselines), "arms": arms,
+                "measurements": {key: value for section in sections
+                                 for key, value in section.get("measurements", {}).items()},
                 "claims": {f"{section['name']}/{claim}": numbers for section in sections
                            for claim, numbers in section["claims"].items()}}
     results_path = os.path.join(output_dir, RESULTS_NAME)

@@ -25,11 +25,14 @@ from albert_tf.experiments.pretraining_data import PretrainingData
 from albert_tf.experiments.transitions import block_transitions, deeper_shared_encoder
 from albert_tf.models.param_count import encoder_parameters
 from albert_tf.tasks.pretraining import Pretraining, PretrainingOptions, run_pretraining
+from albert_tf.training.summaries import read_scalars
 from data_gen.pretraining_input import pretraining_dataset_fn
 
 ARM_RESULT_NAME = "arm_result.json"
 # Held-out batches the block transitions are measured on.
 TRANSITION_BATCHES = 8
+# The held-out metrics of a learning curve.
+CURVE_METRICS = ("masked_lm_accuracy", "masked_lm_loss")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -38,7 +41,8 @@ class Arm:
     sentence loss weighted by `sentence_loss_weight` (0: the masked LM alone), evaluated on the original
     generator's held-out records and, with `evaluate_pure_sets`, on the pure SOP and NSP sets; with
     `measure_transitions`, its block transitions are measured on the held-out records (and, for one shared block,
-    at twice the trained depth)."""
+    at twice the trained depth); with `curve_points`, it keeps that many evenly spaced checkpoints and its result
+    holds the held-out metrics of each (a learning curve)."""
 
     experiment: str
     name: str
@@ -48,6 +52,7 @@ class Arm:
     sentence_loss_weight: float = 1.0
     evaluate_pure_sets: bool = False
     measure_transitions: bool = False
+    curve_points: int = 0
 
     @property
     def key(self) -> str:
@@ -60,14 +65,16 @@ def arm_directory(arms_dir: str, arm: Arm) -> str:
 
 def _pretraining_options(output_dir: str, arm: Arm, budget: Budget, data: PretrainingData,
                          jit_compile) -> PretrainingOptions:
+    save_every = budget.num_train_steps // arm.curve_points if arm.curve_points else budget.num_train_steps
     return PretrainingOptions(
         output_dir=output_dir, input_file=data.train_patterns[arm.train_data], eval_input_file=data.eval_pattern,
         do_train=True, do_eval=True, max_seq_length=budget.max_seq_length,
         max_predictions_per_seq=budget.max_predictions_per_seq,
         train_batch_size=budget.train_batch_size, eval_batch_size=budget.eval_batch_size, optimizer="lamb",
         learning_rate=budget.learning_rate, num_train_steps=budget.num_train_steps,
-        num_warmup_steps=budget.num_warmup_steps, save_checkpoints_steps=budget.num_train_steps,
-        keep_checkpoint_max=1, max_eval_steps=budget.max_eval_steps, log_every_steps=budget.num_train_steps,
+        num_warmup_steps=budget.num_warmup_steps, save_checkpoints_steps=max(1, save_every),
+        keep_checkpoint_max=max(1, arm.curve_points), max_eval_steps=budget.max_eval_steps,
+        log_every_steps=max(1, save_every),
         jit_compile=jit_compile, seed=arm.seed, sentence_loss_weight=arm.sentence_loss_weight)
 
 
@@ -82,6 +89,12 @@ def run_arm(arm: Arm, output_dir: str, budget: Budget, data: PretrainingData, ji
     results = run_pretraining(arm.config, options)
     result = {"arm": arm.name, "seed": arm.seed, "parameters": encoder_parameters(arm.config),
               "eval": results["eval"], "train": results["train"]}
+    if arm.curve_points:
+        # What run_pretraining's evaluation of every kept checkpoint wrote for TensorBoard (a rerun's last value).
+        eval_dir = os.path.join(output_dir, "eval")
+        curves = {key: read_scalars(eval_dir, key) for key in CURVE_METRICS}
+        result["curve"] = {"step": list(curves[CURVE_METRICS[0]]),
+                           **{key: list(values.values()) for key, values in curves.items()}}
     lengths = dict(max_seq_length=budget.max_seq_length, max_predictions_per_seq=budget.max_predictions_per_seq)
     if arm.evaluate_pure_sets or arm.measure_transitions:
         run = Pretraining(arm.config, options)
