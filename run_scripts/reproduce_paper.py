@@ -10,13 +10,13 @@ the finished arms, resumes a half-trained one from its last checkpoint, and then
 
 from absl import flags
 
-from albert_tf.experiments.reproduce import EXPERIMENTS, ReproduceOptions, run_reproduction
+from albert_tf.experiments.reproduce import EXPERIMENT_NAMES, ReproduceOptions, run_reproduction
 from albert_tf.training import host_allocator
 from run_scripts import entry
 from run_scripts.training_flags import define_jit_compile_flag
 
 FLAGS = flags.FLAGS
-flags.DEFINE_list("experiment", ["all"], f"Experiments to run, from {', '.join(EXPERIMENTS)}, or all.")
+flags.DEFINE_list("experiment", ["all"], f"Experiments to run, from {', '.join(EXPERIMENT_NAMES)}, or all.")
 flags.DEFINE_enum("budget", "smoke", ["smoke", "small", "full"], "How large the models and runs are.")
 flags.DEFINE_list("corpus", None, "Text files in the original format (one sentence per line, a blank line between "
                   "documents); by default the built-in docstring corpus.")

@@ -17,18 +17,24 @@ from typing import Dict, List, Optional, Sequence
 
 from absl import logging
 
-from albert_tf.experiments import layer_transitions, sharing, sop_vs_nsp
+from albert_tf.experiments import dropout, embedding_size, layer_transitions, sharing, sop_vs_nsp, speed
 from albert_tf.experiments.budgets import budget_for
 from albert_tf.experiments.pretraining_data import prepare_pretraining_data
 from albert_tf.experiments.report import write_report
 from albert_tf.experiments.runner import run_arms
 from data_gen.pretraining_input import masked_lm_majority_baseline, sentence_order_majority_baseline
 
-# The experiments built so far; the issue lists more (embedding_size, dropout, speed).
+# The experiments that train arms: name -> (the arms of a budget's model, the section from their results).
 EXPERIMENTS = {sharing.NAME: (sharing.sharing_arms, sharing.sharing_section),
                sop_vs_nsp.NAME: (sop_vs_nsp.sop_vs_nsp_arms, sop_vs_nsp.sop_vs_nsp_section),
                layer_transitions.NAME: (layer_transitions.layer_transitions_arms,
-                                        layer_transitions.layer_transitions_section)}
+                                        layer_transitions.layer_transitions_section),
+               embedding_size.NAME: (embedding_size.embedding_size_arms, embedding_size.embedding_size_section),
+               dropout.NAME: (dropout.dropout_arms, dropout.dropout_section)}
+# The experiments that measure without training: name -> section(budget's SpeedBudget, its directory, jit_compile),
+# which keeps what an earlier run measured there.
+MEASUREMENTS = {speed.NAME: speed.speed_section}
+EXPERIMENT_NAMES = (*EXPERIMENTS, *MEASUREMENTS)
 
 
 @dataclasses.dataclass
@@ -46,11 +52,11 @@ class ReproduceOptions:
 
 def experiment_names(requested: Sequence[str]) -> List[str]:
     """The experiments to run, in a fixed order; "all" means every one built. Unknown names are an error."""
-    unknown = sorted(set(requested) - set(EXPERIMENTS) - {"all"})
+    unknown = sorted(set(requested) - set(EXPERIMENT_NAMES) - {"all"})
     if unknown or not requested:
         raise ValueError(f"--experiment={','.join(requested)}: {', '.join(unknown) or 'nothing'} is not available; "
-                         f"available: {', '.join(EXPERIMENTS)}, all.")
-    return [name for name in EXPERIMENTS if "all" in requested or name in requested]
+                         f"available: {', '.join(EXPERIMENT_NAMES)}, all.")
+    return [name for name in EXPERIMENT_NAMES if "all" in requested or name in requested]
 
 
 def _scale_text(budget, seeds: Sequence[int], corpus: str) -> str:
@@ -72,7 +78,7 @@ def run_reproduction(options: ReproduceOptions) -> Dict[str, str]:
     output_dir = os.path.abspath(options.output_dir)
     data = prepare_pretraining_data(os.path.join(output_dir, "data"), budget, options.corpus,
                                     options.include_site_packages)
-    arms = [arm for name in names
+    arms = [arm for name in names if name in EXPERIMENTS
             for arm in EXPERIMENTS[name][0](budget.model, budget.vocab_size, options.seeds)]
     results = run_arms(arms, os.path.join(output_dir, "arms"), budget, data, options.jit_compile)
     shapes = dict(max_seq_length=budget.max_seq_length, max_predictions_per_seq=budget.max_predictions_per_seq)
@@ -85,7 +91,9 @@ def run_reproduction(options: ReproduceOptions) -> Dict[str, str]:
         **{f"{task}_pure": sentence_order_majority_baseline(pattern, **shapes)["accuracy"]
            for task, pattern in data.pure_eval_patterns.items()}}
     sections = [EXPERIMENTS[name][1]({key: value for key, value in results.items() if key.startswith(name + "/")},
-                                     baselines) for name in names]
+                                     baselines) if name in EXPERIMENTS else
+                MEASUREMENTS[name](budget.speed, os.path.join(output_dir, name), options.jit_compile)
+                for name in names]
     corpus = ", ".join(options.corpus) if options.corpus else "the built-in docstring corpus"
     paths = write_report(output_dir, sections, results, _scale_text(budget, options.seeds, corpus), baselines)
     logging.info("Report: %s", paths["report"])

@@ -6,7 +6,8 @@ import os
 
 import pytest
 
-from albert_tf.experiments.reproduce import EXPERIMENTS
+from albert_tf.experiments import dropout, speed
+from albert_tf.experiments.reproduce import EXPERIMENT_NAMES
 from data_gen import corpora
 from tests.helpers import run_script
 
@@ -26,14 +27,21 @@ def test_smoke_budget_writes_every_table_plot_and_key_and_a_rerun_keeps_the_arms
     report = open(os.path.join(output_dir, "REPORT.md"), encoding="utf-8").read()
     for title in ("## Cross-layer sharing (paper Table 4)", "| share_type | paper params |",
                   "## Sentence objectives: none, NSP, SOP (paper Table 5)", "| trained on | paper MLM |",
-                  "| majority baseline |", "## Layer transitions (paper Figure 2)", "| depth | all-shared: L2"):
+                  "| majority baseline |", "## Layer transitions (paper Figure 2)", "| depth | all-shared: L2",
+                  "## Embedding size (paper Table 3)", "| share | E | paper params |", "## Dropout (paper section 4.8)",
+                  "| dropout | paper downstream avg |", "## Speed and memory (paper Table 2)",
+                  "| model | paper params | paper speedup |", "tiny shapes: the models' widths / 32"):
         assert title in report
-    for plot in ("sharing_accuracy.png", "sop_vs_nsp_accuracy.png", "layer_transitions_curves.png"):
+    for plot in ("sharing_accuracy.png", "sop_vs_nsp_accuracy.png", "layer_transitions_curves.png",
+                 "embedding_size_mlm.png", "dropout_curves.png", "speed.png"):
         assert os.path.getsize(os.path.join(output_dir, plot)) > 1000
     document = json.load(open(os.path.join(output_dir, "results.json"), encoding="utf-8"))
     assert set(document["arms"]) == ({f"sharing/{share_type}" for share_type in ("none", "attention", "ffn", "all")}
                                      | {f"sop_vs_nsp/{arm}" for arm in ("none", "nsp", "sop")}
-                                     | {"layer_transitions/all", "layer_transitions/none"})
+                                     | {"layer_transitions/all", "layer_transitions/none"}
+                                     | {f"embedding_size/{share_type}_E{size}" for share_type in ("all", "none")
+                                        for size in (8, 16)}
+                                     | {"dropout/dropout0", "dropout/dropout0.1"})
     for arm, seeds in document["arms"].items():
         assert set(seeds["seed0"]) >= {"parameters", "masked_lm_accuracy", "sentence_order_accuracy"}
         if arm.startswith("sop_vs_nsp/"):
@@ -42,19 +50,36 @@ def test_smoke_budget_writes_every_table_plot_and_key_and_a_rerun_keeps_the_arms
         if arm.startswith("layer_transitions/"):
             assert len(seeds["seed0"]["transitions/l2_distance"]) == 2
     assert len(document["arms"]["layer_transitions/all"]["seed0"]["transitions_twice_as_deep/cosine_similarity"]) == 4
+    # The dropout arms' held-out curve: every kept checkpoint, the last the final figure.
+    curve = document["arms"]["dropout/dropout0.1"]["seed0"]
+    assert curve["curve/step"] == [10, 20, 30, 40]
+    assert curve["curve/masked_lm_accuracy"][-1] == pytest.approx(curve["masked_lm_accuracy"])  # float32 events
+    assert set(document["measurements"]) == {f"speed/{name}" for name in speed.MODELS}
+    assert all(record["seq_per_s_median"] > 0 and record["parameter_mb"] > 0
+               for record in document["measurements"].values())
+    assert document["measurements"]["speed/bert-large"]["speedup"] == 1.0
     assert set(document["claims"]) == {"sharing/attention_sharing_is_free", "sharing/ffn_sharing_costs_most",
                                        "sop_vs_nsp/nsp_does_not_solve_sop", "sop_vs_nsp/sop_solves_nsp",
-                                       "layer_transitions/all_shared_is_smoother", "layer_transitions/no_fixed_point"}
+                                       "layer_transitions/all_shared_is_smoother", "layer_transitions/no_fixed_point",
+                                       "embedding_size/all_shared_best_at_budget_embedding_size",
+                                       "embedding_size/not_shared_larger_is_better",
+                                       "dropout/removing_dropout_helps", "speed/albert_large_is_faster",
+                                       "speed/albert_xxlarge_is_slower"}
     assert set(document["baselines"]) == {"masked_lm", "sentence_order", "masked_lm_pure", "sop_pure", "nsp_pure"}
     # A new experiment must add its checks here.
-    assert set(EXPERIMENTS) == {"sharing", "sop_vs_nsp", "layer_transitions"}
+    assert set(EXPERIMENT_NAMES) == {"sharing", "sop_vs_nsp", "layer_transitions", "embedding_size", "dropout",
+                                     "speed"}
 
     mtimes = _checkpoint_mtimes(output_dir)
-    assert len([path for path in mtimes if path.endswith(".index")]) == 9
+    # One checkpoint per arm, and the dropout arms keep one per curve point.
+    assert len([path for path in mtimes if path.endswith(".index")]) == 13 + 2 * dropout.CURVE_POINTS
+    speed_records = {path: os.path.getmtime(path) for path in glob.glob(os.path.join(output_dir, "speed", "*.json"))}
+    assert len(speed_records) == len(speed.MODELS)
     rerun = run_script("reproduce_paper", *flags)
     assert rerun.returncode == 0, rerun.stderr[-3000:]
-    assert "Arms: 9 finished and kept, 0 to run" in rerun.stderr
+    assert "Arms: 15 finished and kept, 0 to run" in rerun.stderr
     assert _checkpoint_mtimes(output_dir) == mtimes
+    assert {path: os.path.getmtime(path) for path in speed_records} == speed_records
 
 
 @pytest.mark.slow

@@ -57,11 +57,12 @@ def test_the_report_has_every_table_plot_and_results_key(tmp_path):
 
 
 def test_unknown_experiments_are_named():
-    assert experiment_names(["all"]) == ["sharing", "sop_vs_nsp", "layer_transitions"]
-    assert experiment_names(["sop_vs_nsp"]) == ["sop_vs_nsp"]
-    with pytest.raises(ValueError, match="--experiment=sharing,speed: speed is not available; available: sharing, "
-                                         "sop_vs_nsp, layer_transitions, all"):
-        experiment_names(["sharing", "speed"])
+    assert experiment_names(["all"]) == ["sharing", "sop_vs_nsp", "layer_transitions", "embedding_size", "dropout",
+                                         "speed"]
+    assert experiment_names(["speed", "sop_vs_nsp"]) == ["sop_vs_nsp", "speed"]
+    with pytest.raises(ValueError, match="--experiment=sharing,sped: sped is not available; available: sharing, "
+                                         "sop_vs_nsp, layer_transitions, embedding_size, dropout, speed, all"):
+        experiment_names(["sharing", "sped"])
 
 
 def _pure_results(accuracies):
