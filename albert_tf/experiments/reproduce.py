@@ -18,8 +18,8 @@ from typing import Dict, List, Optional, Sequence
 from absl import logging
 
 from albert_tf.experiments import dropout, embedding_size, layer_transitions, sharing, sop_vs_nsp, speed
-from albert_tf.experiments.budgets import budget_for
-from albert_tf.experiments.pretraining_data import prepare_pretraining_data
+from albert_tf.experiments.budgets import Budget, budget_for
+from albert_tf.experiments.pretraining_data import PretrainingData, prepare_pretraining_data
 from albert_tf.experiments.report import write_report
 from albert_tf.experiments.runner import run_arms
 from data_gen.pretraining_input import masked_lm_majority_baseline, sentence_order_majority_baseline
@@ -69,20 +69,10 @@ def _scale_text(budget, seeds: Sequence[int], corpus: str) -> str:
             "downstream scores of ALBERT-base; ours are held-out pretraining accuracies.")
 
 
-def run_reproduction(options: ReproduceOptions) -> Dict[str, str]:
-    """Runs the experiments of `options` under options.output_dir; returns the report's and results' paths."""
-    names = experiment_names(options.experiments)
-    budget = budget_for(options.budget)
-    if not options.seeds or len(set(options.seeds)) != len(options.seeds):
-        raise ValueError(f"--seeds={','.join(map(str, options.seeds))}: give one or more distinct seeds.")
-    output_dir = os.path.abspath(options.output_dir)
-    data = prepare_pretraining_data(os.path.join(output_dir, "data"), budget, options.corpus,
-                                    options.include_site_packages)
-    arms = [arm for name in names if name in EXPERIMENTS
-            for arm in EXPERIMENTS[name][0](budget.model, budget.vocab_size, options.seeds)]
-    results = run_arms(arms, os.path.join(output_dir, "arms"), budget, data, options.jit_compile)
+def _majority_baselines(data: PretrainingData, budget: Budget) -> Dict[str, float]:
+    """What always answering the most frequent class scores on each held-out set: the floor a run must beat."""
     shapes = dict(max_seq_length=budget.max_seq_length, max_predictions_per_seq=budget.max_predictions_per_seq)
-    baselines = {
+    return {
         "masked_lm": masked_lm_majority_baseline(data.train_patterns["sop"], data.eval_pattern, **shapes)["accuracy"],
         "sentence_order": sentence_order_majority_baseline(data.eval_pattern, **shapes)["accuracy"],
         # The MLM accuracy of sop_vs_nsp is on the pure SOP set's masked positions.
@@ -90,6 +80,24 @@ def run_reproduction(options: ReproduceOptions) -> Dict[str, str]:
                                                       **shapes)["accuracy"],
         **{f"{task}_pure": sentence_order_majority_baseline(pattern, **shapes)["accuracy"]
            for task, pattern in data.pure_eval_patterns.items()}}
+
+
+def run_reproduction(options: ReproduceOptions) -> Dict[str, str]:
+    """Runs the experiments of `options` under options.output_dir; returns the report's and results' paths."""
+    names = experiment_names(options.experiments)
+    budget = budget_for(options.budget)
+    if not options.seeds or len(set(options.seeds)) != len(options.seeds):
+        raise ValueError(f"--seeds={','.join(map(str, options.seeds))}: give one or more distinct seeds.")
+    output_dir = os.path.abspath(options.output_dir)
+    arms = [arm for name in names if name in EXPERIMENTS
+            for arm in EXPERIMENTS[name][0](budget.model, budget.vocab_size, options.seeds)]
+    results, baselines = {}, {}
+    # Only the experiments that train need the data; speed alone needs no corpus.
+    if arms:
+        data = prepare_pretraining_data(os.path.join(output_dir, "data"), budget, options.corpus,
+                                        options.include_site_packages)
+        results = run_arms(arms, os.path.join(output_dir, "arms"), budget, data, options.jit_compile)
+        baselines = _majority_baselines(data, budget)
     sections = [EXPERIMENTS[name][1]({key: value for key, value in results.items() if key.startswith(name + "/")},
                                      baselines) if name in EXPERIMENTS else
                 MEASUREMENTS[name](budget.speed, os.path.join(output_dir, name), options.jit_compile)

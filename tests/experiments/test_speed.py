@@ -10,6 +10,7 @@ from albert_tf.config import AlbertConfig
 from albert_tf.experiments import speed
 from albert_tf.experiments.budgets import SpeedBudget, budget_for
 from albert_tf.experiments.report import write_report
+from albert_tf.experiments.reproduce import ReproduceOptions, run_reproduction
 
 FULL_SIZE = SpeedBudget(repeats=3)
 
@@ -44,11 +45,12 @@ RATES = {"bert-large": (0.95, 1.0, 1.05), "albert-base": (5.0, 5.2, 5.4), "alber
          "albert-xlarge": (0.5, 0.55, 0.6), "albert-xxlarge": (0.28, 0.3, 0.32)}
 
 
-def test_speed_verdicts_come_from_the_repeats_range_and_a_rerun_measures_nothing(tmp_path, monkeypatch):
-    def no_measurement(*args):
-        raise AssertionError("a kept record was measured again")
+def _no_measurement(*args):
+    raise AssertionError("a kept record was measured again")
 
-    monkeypatch.setattr(speed, "_measure", no_measurement)
+
+def test_speed_verdicts_come_from_the_repeats_range_and_a_rerun_measures_nothing(tmp_path, monkeypatch):
+    monkeypatch.setattr(speed, "_measure", _no_measurement)
     speed_dir = str(tmp_path / "speed")
     _write_records(speed_dir, RATES)
     section = speed.speed_section(FULL_SIZE, speed_dir)
@@ -74,3 +76,14 @@ def test_speed_verdicts_come_from_the_repeats_range_and_a_rerun_measures_nothing
     document = json.load(open(paths["results"], encoding="utf-8"))
     assert document["measurements"]["speed/bert-large"]["speedup"] == 1.0
     assert set(document["claims"]) == {"speed/albert_large_is_faster", "speed/albert_xxlarge_is_slower"}
+
+
+def test_speed_alone_prepares_no_data_and_reports_without_baselines(tmp_path, monkeypatch):
+    monkeypatch.setattr(speed, "_measure", _no_measurement)
+    output_dir = tmp_path / "out"
+    _write_records(str(output_dir / "speed"), RATES)
+    paths = run_reproduction(ReproduceOptions(output_dir=str(output_dir), experiments=["speed"], budget="smoke"))
+    assert not (output_dir / "data").exists() and not (output_dir / "arms").exists()
+    report = open(paths["report"], encoding="utf-8").read()
+    assert "## Speed and memory (paper Table 2)" in report and "Majority baselines" not in report
+    assert json.load(open(paths["results"], encoding="utf-8"))["arms"] == {}
