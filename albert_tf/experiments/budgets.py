@@ -26,6 +26,11 @@ class Budget:
     max_eval_steps: int = 1000
     # Held out from the built-in corpus, by a hash of each document (data_gen.corpora.is_holdout_document).
     holdout_fraction: float = 0.1
+    # The downstream score: fine-tuning on the held-out document classification (and GLUE's, when given).
+    downstream_documents: int = 8
+    finetune_steps: int = 10
+    finetune_batch_size: int = 16
+    finetune_learning_rate: float = 1e-3
 
     @property
     def num_warmup_steps(self) -> int:

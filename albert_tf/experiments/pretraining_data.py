@@ -1,5 +1,5 @@
-"""The data every arm of an experiment shares: the corpus split, its vocabulary, SOP and NSP shards and the pure
-sentence-pair evaluation sets.
+"""The data every arm of an experiment shares: the corpus split, its vocabulary, SOP and NSP shards, the pure
+sentence-pair evaluation sets and the held-out document classification set of the downstream score.
 
 Everything is written once under `data_dir` and reused by a rerun: the corpus and the vocabulary when their files
 exist, the shards through create_pretraining_data's own resumption.
@@ -19,6 +19,8 @@ from absl import logging
 from albert_tf.experiments.budgets import Budget
 from data_gen import build_vocab, corpora
 from data_gen.create_pretraining_data import create_pretraining_data, output_shard_paths
+from data_gen.sentence_classification import (SPLIT_FILES, read_text_documents,
+                                             write_document_classification_set)
 from data_gen.sentence_pair_eval import write_sentence_pair_eval_set
 
 EVAL_RANDOM_SEED = 54321
@@ -27,28 +29,14 @@ EVAL_RANDOM_SEED = 54321
 @dataclasses.dataclass(frozen=True)
 class PretrainingData:
     """Paths of the prepared data: the vocabulary model, the training records by objective ("sop", "nsp"), the
-    original generator's held-out SOP records, and the pure, balanced held-out sets by task ("sop", "nsp")."""
+    original generator's held-out SOP records, the pure, balanced held-out sets by task ("sop", "nsp"), and the
+    directory of the held-out document classification set (train.tsv, dev.tsv) of the downstream score."""
 
     spm_model_file: str
     train_patterns: Dict[str, str]
     eval_pattern: str
     pure_eval_patterns: Dict[str, str]
-
-
-def _read_documents(path: str) -> List[List[str]]:
-    """Documents of a file in the original format: one sentence per line, a blank line between documents."""
-    documents, current = [], []
-    with open(path, encoding="utf-8") as handle:
-        for line in handle:
-            line = line.strip()
-            if line:
-                current.append(line)
-            elif current:
-                documents.append(current)
-                current = []
-    if current:
-        documents.append(current)
-    return documents
+    document_classification_dir: str
 
 
 def _write_documents(path: str, documents: Sequence[List[str]]) -> None:
@@ -61,7 +49,7 @@ def _write_documents(path: str, documents: Sequence[List[str]]) -> None:
 def split_corpus(corpus_files: Sequence[str], train_path: str, holdout_path: str, holdout_fraction: float) -> None:
     """Splits the documents of `corpus_files` into train and held-out text by the corpus's own hash rule."""
     documents = [document for path in build_vocab.expand_input_files(corpus_files, "--corpus")
-                 for document in _read_documents(path)]
+                 for document in read_text_documents(path)]
     holdout = [document for document in documents if corpora.is_holdout_document(document, holdout_fraction)]
     train = [document for document in documents if not corpora.is_holdout_document(document, holdout_fraction)]
     if not holdout or not train:
@@ -108,4 +96,8 @@ def prepare_pretraining_data(data_dir: str, budget: Budget, corpus_files: Option
                                                   random_seed=EVAL_RANDOM_SEED, **shapes)
             logging.info("Pure %s set: %s", task, counts)
         pure_eval_patterns[task] = path
-    return PretrainingData(spm_model_file, train_patterns, ",".join(eval_shards), pure_eval_patterns)
+    documents_dir = os.path.join(data_dir, "downstream", "documents")
+    if not os.path.exists(os.path.join(documents_dir, SPLIT_FILES["dev"])):
+        counts = write_document_classification_set(holdout_text, documents_dir, budget.downstream_documents)
+        logging.info("Held-out document classification set: %s", counts)
+    return PretrainingData(spm_model_file, train_patterns, ",".join(eval_shards), pure_eval_patterns, documents_dir)

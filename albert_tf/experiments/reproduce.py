@@ -19,6 +19,7 @@ from absl import logging
 
 from albert_tf.experiments import layer_transitions, sharing, sop_vs_nsp
 from albert_tf.experiments.budgets import budget_for
+from albert_tf.experiments.downstream import downstream_baselines, run_downstream
 from albert_tf.experiments.pretraining_data import prepare_pretraining_data
 from albert_tf.experiments.report import write_report
 from albert_tf.experiments.runner import run_arms
@@ -42,6 +43,8 @@ class ReproduceOptions:
     include_site_packages: bool = False
     seeds: Sequence[int] = (0,)
     jit_compile: object = "auto"
+    # A local GLUE copy (the original layout): the downstream score adds SST-2 and MNLI dev.
+    glue_data_dir: Optional[str] = None
 
 
 def experiment_names(requested: Sequence[str]) -> List[str]:
@@ -60,7 +63,12 @@ def _scale_text(budget, seeds: Sequence[int], corpus: str) -> str:
             f"E={model['embedding_size']}, vocabulary {budget.vocab_size}; {budget.num_train_steps} steps of "
             f"{budget.train_batch_size} x {budget.max_seq_length} tokens (about {tokens:,} tokens seen, the paper's "
             f"ALBERT-base saw 125k x 4096 x 512); {len(seeds)} seed(s); corpus: {corpus}. The paper's figures are "
-            "downstream scores of ALBERT-base; ours are held-out pretraining accuracies.")
+            "downstream scores of ALBERT-base; ours are held-out pretraining accuracies and, where an experiment "
+            f"fine-tunes its arms, the dev accuracy after {budget.finetune_steps} fine-tuning steps of "
+            f"{budget.finetune_batch_size} on the held-out document classification: which of "
+            f"{budget.downstream_documents} held-out documents (the largest, cut to equal length) a sentence comes "
+            "from, every third sentence of each held out for dev; no arm pretrained on those documents, and "
+            "neither the masked LM nor SOP ever names a document.")
 
 
 def run_reproduction(options: ReproduceOptions) -> Dict[str, str]:
@@ -75,6 +83,10 @@ def run_reproduction(options: ReproduceOptions) -> Dict[str, str]:
     arms = [arm for name in names
             for arm in EXPERIMENTS[name][0](budget.model, budget.vocab_size, options.seeds)]
     results = run_arms(arms, os.path.join(output_dir, "arms"), budget, data, options.jit_compile)
+    downstream_arms = [arm for arm in arms if arm.downstream]
+    for key, scores in run_downstream(downstream_arms, os.path.join(output_dir, "arms"), budget, data,
+                                      options.glue_data_dir, options.jit_compile).items():
+        results[key]["downstream"] = scores
     shapes = dict(max_seq_length=budget.max_seq_length, max_predictions_per_seq=budget.max_predictions_per_seq)
     baselines = {
         "masked_lm": masked_lm_majority_baseline(data.train_patterns["sop"], data.eval_pattern, **shapes)["accuracy"],
@@ -83,7 +95,8 @@ def run_reproduction(options: ReproduceOptions) -> Dict[str, str]:
         "masked_lm_pure": masked_lm_majority_baseline(data.train_patterns["sop"], data.pure_eval_patterns["sop"],
                                                       **shapes)["accuracy"],
         **{f"{task}_pure": sentence_order_majority_baseline(pattern, **shapes)["accuracy"]
-           for task, pattern in data.pure_eval_patterns.items()}}
+           for task, pattern in data.pure_eval_patterns.items()},
+        **downstream_baselines(data, options.glue_data_dir)}
     sections = [EXPERIMENTS[name][1]({key: value for key, value in results.items() if key.startswith(name + "/")},
                                      baselines) for name in names]
     corpus = ", ".join(options.corpus) if options.corpus else "the built-in docstring corpus"

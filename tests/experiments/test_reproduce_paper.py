@@ -28,7 +28,9 @@ def test_smoke_budget_writes_every_table_plot_and_key_and_a_rerun_keeps_the_arms
                   "## Sentence objectives: none, NSP, SOP (paper Table 5)", "| trained on | paper MLM |",
                   "| majority baseline |", "## Layer transitions (paper Figure 2)", "| depth | all-shared: L2"):
         assert title in report
-    for plot in ("sharing_accuracy.png", "sop_vs_nsp_accuracy.png", "layer_transitions_curves.png"):
+    assert "| 1 | 2 | none (the not-shared arm, reused) |" in report and "| 2 | 1 | all (the all-shared arm, reused) |" in report
+    for plot in ("sharing_accuracy.png", "sop_vs_nsp_accuracy.png", "layer_transitions_curves.png",
+                 *(f"{name}_learning_curves.png" for name in EXPERIMENTS)):
         assert os.path.getsize(os.path.join(output_dir, plot)) > 1000
     document = json.load(open(os.path.join(output_dir, "results.json"), encoding="utf-8"))
     assert set(document["arms"]) == ({f"sharing/{share_type}" for share_type in ("none", "attention", "ffn", "all")}
@@ -36,24 +38,31 @@ def test_smoke_budget_writes_every_table_plot_and_key_and_a_rerun_keeps_the_arms
                                      | {"layer_transitions/all", "layer_transitions/none"})
     for arm, seeds in document["arms"].items():
         assert set(seeds["seed0"]) >= {"parameters", "masked_lm_accuracy", "sentence_order_accuracy"}
+        if arm.startswith("sharing/"):
+            assert set(seeds["seed0"]) >= {"downstream/documents/accuracy", "downstream/documents/loss"}
         if arm.startswith("sop_vs_nsp/"):
             assert set(seeds["seed0"]) >= {"pure_sop/sentence_order_accuracy", "pure_nsp/sentence_order_accuracy",
                                            "pure_sop/masked_lm_accuracy"}
         if arm.startswith("layer_transitions/"):
             assert len(seeds["seed0"]["transitions/l2_distance"]) == 2
     assert len(document["arms"]["layer_transitions/all"]["seed0"]["transitions_twice_as_deep/cosine_similarity"]) == 4
-    assert set(document["claims"]) == {"sharing/attention_sharing_is_free", "sharing/ffn_sharing_costs_most",
+    assert set(document["claims"]) == {f"sharing/{claim}{suffix}" for suffix in ("", "_downstream") for claim in (
+                                           "attention_sharing_is_free", "ffn_sharing_costs_most",
+                                           "smaller_groups_are_better")} | {
                                        "sop_vs_nsp/nsp_does_not_solve_sop", "sop_vs_nsp/sop_solves_nsp",
                                        "layer_transitions/all_shared_is_smoother", "layer_transitions/no_fixed_point"}
-    assert set(document["baselines"]) == {"masked_lm", "sentence_order", "masked_lm_pure", "sop_pure", "nsp_pure"}
+    assert set(document["baselines"]) == {"masked_lm", "sentence_order", "masked_lm_pure", "sop_pure", "nsp_pure",
+                                          "downstream/documents"}
     # A new experiment must add its checks here.
     assert set(EXPERIMENTS) == {"sharing", "sop_vs_nsp", "layer_transitions"}
 
     mtimes = _checkpoint_mtimes(output_dir)
-    assert len([path for path in mtimes if path.endswith(".index")]) == 9
+    # 9 pretrained arms and the 4 sharing arms' downstream fine-tuning runs.
+    assert len([path for path in mtimes if path.endswith(".index")]) == 9 + 4
     rerun = run_script("reproduce_paper", *flags)
     assert rerun.returncode == 0, rerun.stderr[-3000:]
     assert "Arms: 9 finished and kept, 0 to run" in rerun.stderr
+    assert "Downstream runs: 4 finished and kept, 0 to run" in rerun.stderr
     assert _checkpoint_mtimes(output_dir) == mtimes
 
 
