@@ -48,8 +48,19 @@ def downstream_tasks(glue_data_dir: Optional[str]) -> List[str]:
     return [DOCUMENTS] + (list(GLUE_TASKS) if glue_data_dir else [])
 
 
+def prepare_document_classification(data: PretrainingData, budget: Budget) -> str:
+    """Writes the held-out document classification set (kept on a rerun); returns its directory."""
+    directory = data.document_classification_dir
+    if not os.path.exists(os.path.join(directory, sentence_classification.SPLIT_FILES["dev"])):
+        counts = sentence_classification.write_document_classification_set(data.holdout_text, directory,
+                                                                            budget.downstream_documents)
+        logging.info("Held-out document classification set: %s", counts)
+    return directory
+
+
 def downstream_baselines(data: PretrainingData, glue_data_dir: Optional[str]) -> Dict[str, float]:
-    """Per task, the dev accuracy of always predicting its most frequent label ({"downstream/<task>": value})."""
+    """Per task, the dev accuracy of always predicting its most frequent label ({"downstream/<task>": value}), once
+    `run_downstream` has written the document classification set."""
     dev = os.path.join(data.document_classification_dir, sentence_classification.SPLIT_FILES["dev"])
     baselines = {f"{DOWNSTREAM_DIR_NAME}/{DOCUMENTS}": sentence_classification.majority_baseline(
         sentence_classification.read_examples(dev))}
@@ -89,6 +100,8 @@ def run_downstream(arms: Sequence[Arm], arms_dir: str, budget: Budget, data: Pre
                    glue_data_dir: Optional[str] = None, jit_compile="auto") -> Dict[str, Dict[str, Mapping]]:
     """Fine-tunes every arm on every downstream task not yet finished; returns {arm.key: {task: dev metrics}}."""
     tasks = downstream_tasks(glue_data_dir)
+    if arms:
+        prepare_document_classification(data, budget)
     runs, pending = {arm.key: {} for arm in arms}, []
     for arm in arms:
         for task in tasks:

@@ -1,5 +1,5 @@
-"""The data every arm of an experiment shares: the corpus split, its vocabulary, SOP and NSP shards, the pure
-sentence-pair evaluation sets and the held-out document classification set of the downstream score.
+"""The data every arm of an experiment shares: the corpus split, its vocabulary, SOP and NSP shards and the pure
+sentence-pair evaluation sets.
 
 Everything is written once under `data_dir` and reused by a rerun: the corpus and the vocabulary when their files
 exist, the shards through create_pretraining_data's own resumption.
@@ -19,8 +19,7 @@ from absl import logging
 from albert_tf.experiments.budgets import Budget
 from data_gen import build_vocab, corpora
 from data_gen.create_pretraining_data import create_pretraining_data, output_shard_paths
-from data_gen.sentence_classification import (SPLIT_FILES, read_text_documents,
-                                             write_document_classification_set)
+from data_gen.sentence_classification import read_text_documents
 from data_gen.sentence_pair_eval import write_sentence_pair_eval_set
 
 EVAL_RANDOM_SEED = 54321
@@ -29,13 +28,15 @@ EVAL_RANDOM_SEED = 54321
 @dataclasses.dataclass(frozen=True)
 class PretrainingData:
     """Paths of the prepared data: the vocabulary model, the training records by objective ("sop", "nsp"), the
-    original generator's held-out SOP records, the pure, balanced held-out sets by task ("sop", "nsp"), and the
-    directory of the held-out document classification set (train.tsv, dev.tsv) of the downstream score."""
+    original generator's held-out SOP records, the pure, balanced held-out sets by task ("sop", "nsp"), the
+    held-out text, and where the downstream score's held-out document classification set goes (written by
+    albert_tf.experiments.downstream when an experiment fine-tunes its arms)."""
 
     spm_model_file: str
     train_patterns: Dict[str, str]
     eval_pattern: str
     pure_eval_patterns: Dict[str, str]
+    holdout_text: str
     document_classification_dir: str
 
 
@@ -96,8 +97,5 @@ def prepare_pretraining_data(data_dir: str, budget: Budget, corpus_files: Option
                                                   random_seed=EVAL_RANDOM_SEED, **shapes)
             logging.info("Pure %s set: %s", task, counts)
         pure_eval_patterns[task] = path
-    documents_dir = os.path.join(data_dir, "downstream", "documents")
-    if not os.path.exists(os.path.join(documents_dir, SPLIT_FILES["dev"])):
-        counts = write_document_classification_set(holdout_text, documents_dir, budget.downstream_documents)
-        logging.info("Held-out document classification set: %s", counts)
-    return PretrainingData(spm_model_file, train_patterns, ",".join(eval_shards), pure_eval_patterns, documents_dir)
+    return PretrainingData(spm_model_file, train_patterns, ",".join(eval_shards), pure_eval_patterns, holdout_text,
+                           os.path.join(data_dir, "downstream", "documents"))

@@ -96,7 +96,7 @@ def run_reproduction(options: ReproduceOptions) -> Dict[str, str]:
                                                       **shapes)["accuracy"],
         **{f"{task}_pure": sentence_order_majority_baseline(pattern, **shapes)["accuracy"]
            for task, pattern in data.pure_eval_patterns.items()},
-        **downstream_baselines(data, options.glue_data_dir)}
+        **(downstream_baselines(data, options.glue_data_dir) if downstream_arms else {})}
     sections = [EXPERIMENTS[name][1]({key: value for key, value in results.items() if key.startswith(name + "/")},
                                      baselines) for name in names]
     corpus = ", ".join(options.corpus) if options.corpus else "the built-in docstring corpus"

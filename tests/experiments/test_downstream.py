@@ -6,11 +6,11 @@ import random
 
 import pytest
 
-from albert_tf.config import AlbertConfig
 from albert_tf.experiments.budgets import SMOKE
 from albert_tf.experiments.downstream import downstream_baselines, run_downstream
 from albert_tf.experiments.pretraining_data import prepare_pretraining_data
-from albert_tf.experiments.runner import Arm, run_arms
+from albert_tf.experiments.runner import run_arms
+from albert_tf.experiments.sharing import sharing_arms
 from tests.helpers import write_corpus
 
 BUDGET = dataclasses.replace(SMOKE, vocab_size=120, num_train_steps=4, max_eval_steps=2, holdout_fraction=0.3,
@@ -43,10 +43,12 @@ def test_an_arm_is_fine_tuned_on_every_task_once_and_a_rerun_keeps_the_runs(tmp_
     corpus = write_corpus(str(tmp_path / "corpus.txt"), num_documents=80)
     data = prepare_pretraining_data(str(tmp_path / "data"), BUDGET, corpus_files=[corpus])
     glue_dir = _write_glue(tmp_path / "glue")
-    config = AlbertConfig(vocab_size=BUDGET.vocab_size, **BUDGET.model)
-    arm = Arm("sharing", "all", 0, config, downstream=True)
+    # A grouped arm (4 layers, 2 per group), so the grouped model goes through pretraining and fine-tuning too.
+    arm = next(arm for arm in sharing_arms({**BUDGET.model, "num_hidden_layers": 4}, BUDGET.vocab_size, seeds=[0])
+               if arm.name == "group2")
+    assert arm.downstream and arm.config.num_hidden_groups == 2
     arms_dir = str(tmp_path / "arms")
-    with pytest.raises(ValueError, match="Arm sharing/all/seed0 has no checkpoint in .* to fine-tune"):
+    with pytest.raises(ValueError, match="Arm sharing/group2/seed0 has no checkpoint in .* to fine-tune"):
         run_downstream([arm], arms_dir, BUDGET, data, jit_compile=False)
     run_arms([arm], arms_dir, BUDGET, data, jit_compile=False)
 
@@ -54,7 +56,7 @@ def test_an_arm_is_fine_tuned_on_every_task_once_and_a_rerun_keeps_the_runs(tmp_
     assert set(scores) == {"documents", "sst-2", "mnli"}
     assert all(scores[task]["global_step"] == BUDGET.finetune_steps for task in scores)
     assert set(scores["mnli"]) >= {"accuracy", "accuracy_mismatched"}
-    run_dir = os.path.join(arms_dir, "sharing", "all", "seed0", "downstream")
+    run_dir = os.path.join(arms_dir, "sharing", "group2", "seed0", "downstream")
     assert sorted(os.listdir(run_dir)) == ["documents", "mnli", "sst-2"]
     assert downstream_baselines(data, glue_dir) == {"downstream/documents": pytest.approx(1 / 3),
                                                     "downstream/sst-2": pytest.approx(0.5),
