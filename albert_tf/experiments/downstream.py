@@ -48,6 +48,17 @@ def downstream_tasks(glue_data_dir: Optional[str]) -> List[str]:
     return [DOCUMENTS] + (list(GLUE_TASKS) if glue_data_dir else [])
 
 
+def check_glue_data_dir(glue_data_dir: Optional[str]) -> None:
+    """Fails before any training when `glue_data_dir` lacks a file the GLUE tasks read."""
+    for name in downstream_tasks(glue_data_dir)[1:]:
+        task = glue_data.get_task(name)
+        for split in ("train", SCORE_SPLITS[name]) + (("dev_mismatched",) if name == "mnli" else ()):
+            path = glue_data.split_file(glue_data_dir, task, split)
+            if not os.path.exists(path):
+                raise ValueError(f"--glue_data_dir={glue_data_dir} has no {path}; the downstream score reads SST-2 "
+                                 "and MNLI in the GLUE download's layout.")
+
+
 def prepare_document_classification(data: PretrainingData, budget: Budget) -> str:
     """Writes the held-out document classification set (kept on a rerun); returns its directory."""
     directory = data.document_classification_dir

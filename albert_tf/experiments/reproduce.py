@@ -19,7 +19,7 @@ from absl import logging
 
 from albert_tf.experiments import layer_transitions, sharing, sop_vs_nsp
 from albert_tf.experiments.budgets import budget_for
-from albert_tf.experiments.downstream import downstream_baselines, run_downstream
+from albert_tf.experiments.downstream import check_glue_data_dir, downstream_baselines, run_downstream
 from albert_tf.experiments.pretraining_data import prepare_pretraining_data
 from albert_tf.experiments.report import write_report
 from albert_tf.experiments.runner import run_arms
@@ -77,6 +77,7 @@ def run_reproduction(options: ReproduceOptions) -> Dict[str, str]:
     budget = budget_for(options.budget)
     if not options.seeds or len(set(options.seeds)) != len(options.seeds):
         raise ValueError(f"--seeds={','.join(map(str, options.seeds))}: give one or more distinct seeds.")
+    check_glue_data_dir(options.glue_data_dir)
     output_dir = os.path.abspath(options.output_dir)
     data = prepare_pretraining_data(os.path.join(output_dir, "data"), budget, options.corpus,
                                     options.include_site_packages)

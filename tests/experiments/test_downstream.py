@@ -9,6 +9,7 @@ import pytest
 from albert_tf.experiments.budgets import SMOKE
 from albert_tf.experiments.downstream import downstream_baselines, run_downstream
 from albert_tf.experiments.pretraining_data import prepare_pretraining_data
+from albert_tf.experiments.reproduce import ReproduceOptions, run_reproduction
 from albert_tf.experiments.runner import run_arms
 from albert_tf.experiments.sharing import sharing_arms
 from tests.helpers import write_corpus
@@ -68,3 +69,13 @@ def test_an_arm_is_fine_tuned_on_every_task_once_and_a_rerun_keeps_the_runs(tmp_
         again = run_downstream([arm], arms_dir, BUDGET, data, glue_dir, jit_compile=False)[arm.key]
     assert again == scores and os.path.getmtime(checkpoint) == written
     assert "Downstream runs: 3 finished and kept, 0 to run" in caplog.text
+
+
+def test_a_glue_copy_without_mnli_stops_the_run_before_any_training(tmp_path):
+    glue_dir = _write_glue(tmp_path / "glue")
+    os.remove(os.path.join(glue_dir, "MNLI", "dev_mismatched.tsv"))
+    output_dir = tmp_path / "out"
+    with pytest.raises(ValueError, match=f"--glue_data_dir={glue_dir} has no {glue_dir}/MNLI/dev_mismatched.tsv; "
+                                         "the downstream score reads SST-2 and MNLI"):
+        run_reproduction(ReproduceOptions(output_dir=str(output_dir), glue_data_dir=glue_dir))
+    assert not output_dir.exists()
