@@ -33,8 +33,8 @@ def report_text(sections: Sequence[Mapping[str, object]], scale: str, baselines:
              "A run at or below the baseline of what it trained on is reported as failed, not as a result.", "",
              "**Verdicts.** A difference smaller than the larger seed standard deviation of the two arms is inside "
              "the noise. Beside it stands the difference detectable at 80% power by a two-sided two-sample test at "
-             "the 5% level, (z_0.975 + z_0.8) x sd x sqrt(2 / seeds): normal quantiles, which understate what a "
-             "t-test needs at 3 seeds by about a third.", ""]
+             "the 5% level, (z_0.975 + z_0.8) x sd x sqrt(2 / seeds), from normal quantiles "
+             "(at 3 seeds a t-test needs about a third more).", ""]
     for section in sections:
         lines += [f"## {section['title']}", "", section["table"], ""]
         for claim in section["claims"].values():
