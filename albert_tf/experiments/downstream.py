@@ -1,7 +1,7 @@
 """The downstream score of an arm: its final pretraining checkpoint fine-tuned and evaluated on held-out tasks.
 
-Always: the held-out document classification (data_gen.sentence_classification: which of K held-out documents
-a sentence comes from, documents no arm pretrained on) through albert_tf.tasks.sentence_classification. With a
+Always: the held-out document classification (data_gen.document_classification: which of K held-out documents
+a sentence comes from, documents no arm pretrained on) through albert_tf.tasks.text_classification. With a
 local GLUE copy (`glue_data_dir`), also SST-2 and MNLI (matched and mismatched dev) through albert_tf.tasks.glue.
 Every fine-tuning run is an ordinary fine-tuning output directory under the arm's, `downstream/<task>`: it is
 finished when it holds downstream_result.json, and anything less resumes from its last checkpoint. All runs share
@@ -26,9 +26,9 @@ from albert_tf.experiments.pretraining_data import PretrainingData
 from albert_tf.experiments.runner import Arm, arm_directory
 from albert_tf.tasks.finetuning import FinetuningOptions
 from albert_tf.tasks.glue import GlueOptions, run_glue
-from albert_tf.tasks.sentence_classification import SentenceClassificationOptions, run_sentence_classification
+from albert_tf.tasks.text_classification import TextClassificationOptions, run_text_classification
+from data_gen import document_classification, labeled_text
 from data_gen import glue as glue_data
-from data_gen import sentence_classification
 
 DOCUMENTS = "documents"
 GLUE_TASKS = ("sst-2", "mnli")
@@ -36,6 +36,8 @@ GLUE_TASKS = ("sst-2", "mnli")
 SCORE_SPLITS = {"sst-2": "dev", "mnli": "dev_matched"}
 DOWNSTREAM_DIR_NAME = "downstream"
 RESULT_NAME = "downstream_result.json"
+_DOCUMENT_SCHEMA = labeled_text.LabeledTextSchema(text_field=document_classification.TEXT_FIELD,
+                                                  label_field=document_classification.LABEL_FIELD)
 
 
 def downstream_tasks(glue_data_dir: Optional[str]) -> List[str]:
@@ -62,22 +64,36 @@ def check_glue_data_dir(glue_data_dir: Optional[str]) -> None:
 def prepare_document_classification(data: PretrainingData, budget: Budget) -> str:
     """Writes the held-out document classification set (kept on a rerun); returns its directory."""
     directory = data.document_classification_dir
-    if not os.path.exists(os.path.join(directory, sentence_classification.SPLIT_FILES["dev"])):
-        counts = sentence_classification.write_document_classification_set(data.holdout_text, directory,
+    if not os.path.exists(_document_file(data, "dev")):
+        counts = document_classification.write_document_classification_set(data.holdout_text, directory,
                                                                             budget.downstream_documents)
         logging.info("Held-out document classification set: %s", counts)
     return directory
 
 
+def _document_file(data: PretrainingData, split: str) -> str:
+    return os.path.join(data.document_classification_dir, document_classification.SPLIT_FILES[split])
+
+
+def majority_baseline(labels: Sequence[object]) -> float:
+    """The accuracy of always predicting the most frequent of `labels`.
+
+    Example:
+    >>> majority_baseline(["a", "b", "a", "c"])
+    0.5
+    """
+    labels = list(labels)
+    return max(labels.count(label) for label in set(labels)) / len(labels) if labels else 0.0
+
+
 def downstream_baselines(data: PretrainingData, glue_data_dir: Optional[str]) -> Dict[str, float]:
     """Per task, the dev accuracy of always predicting its most frequent label ({"downstream/<task>": value}), once
     `run_downstream` has written the document classification set."""
-    dev = os.path.join(data.document_classification_dir, sentence_classification.SPLIT_FILES["dev"])
-    baselines = {f"{DOWNSTREAM_DIR_NAME}/{DOCUMENTS}": sentence_classification.majority_baseline(
-        sentence_classification.read_examples(dev))}
+    dev = labeled_text.read_examples(_document_file(data, "dev"), _DOCUMENT_SCHEMA)
+    baselines = {f"{DOWNSTREAM_DIR_NAME}/{DOCUMENTS}": majority_baseline(example.label for example in dev)}
     for name in downstream_tasks(glue_data_dir)[1:]:
         examples = glue_data.read_examples(glue_data_dir, glue_data.get_task(name), SCORE_SPLITS[name])
-        baselines[f"{DOWNSTREAM_DIR_NAME}/{name}"] = sentence_classification.majority_baseline(examples)
+        baselines[f"{DOWNSTREAM_DIR_NAME}/{name}"] = majority_baseline(example.label for example in examples)
     return baselines
 
 
@@ -100,8 +116,9 @@ def _finetuning_options(output_dir: str, arm: Arm, arm_dir: str, budget: Budget,
 def _finetune(task: str, options: FinetuningOptions, data: PretrainingData,
               glue_data_dir: Optional[str]) -> Dict[str, float]:
     if task == DOCUMENTS:
-        results = run_sentence_classification(SentenceClassificationOptions(
-            options, data_dir=data.document_classification_dir, task_name=DOCUMENTS))
+        results = run_text_classification(TextClassificationOptions(
+            options, text_field=document_classification.TEXT_FIELD, label_field=document_classification.LABEL_FIELD,
+            train_file=_document_file(data, "train"), eval_file=_document_file(data, "dev")))
     else:
         results = run_glue(GlueOptions(options, task_name=task, data_dir=glue_data_dir))
     return results["eval"]

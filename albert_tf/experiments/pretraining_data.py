@@ -19,7 +19,7 @@ from absl import logging
 from albert_tf.experiments.budgets import Budget
 from data_gen import build_vocab, corpora
 from data_gen.create_pretraining_data import create_pretraining_data, output_shard_paths
-from data_gen.sentence_classification import read_text_documents
+from data_gen.document_classification import read_text_documents
 from data_gen.sentence_pair_eval import write_sentence_pair_eval_set
 
 EVAL_RANDOM_SEED = 54321
