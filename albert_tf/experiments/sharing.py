@@ -1,5 +1,5 @@
-"""The sharing experiment (paper Table 4, and the grouped sharing its text describes): identical models with share_type none,
-attention, ffn and all, and with M layers per group for M in {1, 2, L/2, L}.
+"""The sharing experiment (paper Table 4, and the grouped sharing its text describes): identical models with
+share_type none, attention, ffn and all, and with M layers per group for M in {1, 2, L/2, L}.
 
 "M layers per group" is the original's grouping: share_type="all", inner_group_num=1 and num_hidden_groups
 G = L / M. Layer l runs the block of group int(l * G / L) = l // M, so each run of M consecutive layers shares one

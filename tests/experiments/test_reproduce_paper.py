@@ -28,7 +28,8 @@ def test_smoke_budget_writes_every_table_plot_and_key_and_a_rerun_keeps_the_arms
                   "## Sentence objectives: none, NSP, SOP (paper Table 5)", "| trained on | paper MLM |",
                   "| majority baseline |", "## Layer transitions (paper Figure 2)", "| depth | all-shared: L2"):
         assert title in report
-    assert "| 1 | 2 | none (the not-shared arm, reused) |" in report and "| 2 | 1 | all (the all-shared arm, reused) |" in report
+    assert "| 1 | 2 | none (the not-shared arm, reused) |" in report
+    assert "| 2 | 1 | all (the all-shared arm, reused) |" in report
     for plot in ("sharing_accuracy.png", "sop_vs_nsp_accuracy.png", "layer_transitions_curves.png",
                  *(f"{name}_learning_curves.png" for name in EXPERIMENTS)):
         assert os.path.getsize(os.path.join(output_dir, plot)) > 1000
