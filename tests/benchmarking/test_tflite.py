@@ -8,6 +8,7 @@ from albert_tf.benchmarking.tflite import benchmark_tflite, tflite_table
 from tests.helpers import tiny_config
 
 
+@pytest.mark.slow
 def test_benchmark_tflite_reports_size_latency_and_drift(tmp_path):
     config = tiny_config(hidden_size=64, intermediate_size=128, embedding_size=32, num_attention_heads=4,
                          num_hidden_layers=2, max_position_embeddings=32, initializer_range=0.02)

@@ -33,6 +33,8 @@ INPUT_NAMES = ("input_word_ids", "input_mask", "input_type_ids")
 MINIMUM_AGREEMENT = 0.99
 # How far each variant's weights are stored from float32: the dtype the quantized model must hold.
 WEIGHT_DTYPES = {"int8": np.int8, "float16": np.float16}
+# Every test reads the trained classifier or the exported encoder (a subprocess each).
+pytestmark = pytest.mark.slow
 
 
 def _separable_task(num_examples, seed):
@@ -105,11 +107,11 @@ def encoder_export(tmp_path_factory, spm_model_file):
     return str(directory / "hub" / "encoder")
 
 
-@pytest.mark.slow
 def test_classifier_tflite_variants_keep_the_saved_models_predictions(classifier_export, classifier_tflite):
     reference = classifier_export["outputs"]
     accuracy = np.mean(np.argmax(reference["logits"], -1) == classifier_export["labels"])
     margins = np.abs(reference["logits"][:, 0] - reference["logits"][:, 1])
+    print(f"SavedModel: accuracy {accuracy:.4f}, median logit margin {np.median(margins):.2f}")
     assert accuracy >= 0.95 and np.median(margins) > 1.0, (accuracy, np.median(margins))
     sizes = {variant: tf.io.gfile.stat(path).length for variant, path in classifier_tflite.items()}
     for variant, path in classifier_tflite.items():
@@ -164,7 +166,6 @@ def test_tflite_conversion_refuses_bad_requests(classifier_export, tmp_path):
     assert not (tmp_path / "model_float32.tflite").exists()
 
 
-@pytest.mark.slow
 def test_export_to_tfhub_writes_the_encoder_as_tflite(encoder_export):
     inputs, _ = _separable_task(8, seed=2)
     inputs["input_word_ids"] = inputs["input_word_ids"] * 2  # the spm model's 120 ids, not the task's 60
@@ -195,7 +196,6 @@ def _onnxruntime_outputs(model_path, inputs):
     return dict(zip(names, session.run(names, dict(inputs))))
 
 
-@pytest.mark.slow
 def test_onnx_models_match_the_saved_models(classifier_export, encoder_export, tmp_path):
     missing = [name for name in ("tf2onnx", "onnx", "onnxruntime") if _absent(name)]
     if missing:
@@ -205,6 +205,7 @@ def test_onnx_models_match_the_saved_models(classifier_export, encoder_export, t
     path = convert_to_onnx(classifier_export["dir"])
     drift = output_drift(classifier_export["outputs"], _onnxruntime_outputs(path, classifier_export["inputs"]),
                          prediction_output="logits")
+    print(f"classifier ONNX: drift {drift}")
     assert max(value for name, value in drift.items() if name.startswith("max_abs")) <= 1e-4, drift
     assert drift["prediction_agreement"] == 1.0
     # The encoder's ONNX model keeps the SavedModel's dynamic batch and sequence axes and all its outputs.
@@ -215,6 +216,7 @@ def test_onnx_models_match_the_saved_models(classifier_export, encoder_export, t
         outputs = _onnxruntime_outputs(path, inputs)
         assert sorted(outputs) == sorted(reference)
         drift = output_drift(reference, outputs)
+        print(f"encoder ONNX at sequence length {seq_length}: largest drift {max(drift.values()):.2g}")
         assert max(drift.values()) <= 1e-4, (seq_length, drift)
 
 
