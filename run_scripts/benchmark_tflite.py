@@ -5,7 +5,8 @@
 
 Exports a randomly initialised encoder of the config (sizes and latencies do not depend on the weights),
 converts it as export_to_tfhub --tflite does, times each variant in tf.lite.Interpreter (median of --num_runs
-at --num_threads threads, batch --batch_size, sequence --seq_length) and prints a Markdown table.
+at --num_threads threads, batch --batch_size, sequence --seq_length) and prints a Markdown table; --onnx adds
+the ONNX model in onnxruntime.
 """
 
 import json
@@ -26,6 +27,8 @@ flags.DEFINE_integer("seq_length", DEFAULT_TFLITE_SEQ_LENGTH, "Sequence length o
 flags.DEFINE_integer("batch_size", 1, "Batch of the timed invocations.", lower_bound=1)
 flags.DEFINE_integer("num_threads", 1, "Interpreter threads.", lower_bound=1)
 flags.DEFINE_integer("num_runs", 20, "Timed invocations per variant.", lower_bound=1)
+flags.DEFINE_bool("onnx", False, "Also time the ONNX model in onnxruntime (the onnx extra: `make onnx`, then "
+                  ".venv/onnx on PYTHONPATH).")
 flags.DEFINE_string("output_json", None, "Also write the records here.")
 flags.mark_flag_as_required("output_dir")
 
@@ -35,7 +38,7 @@ def main(argv):
         raise app.UsageError(f"Unexpected arguments: {argv[1:]}.")
     config = load_config(FLAGS.albert_config_file, None if FLAGS.albert_config_file else FLAGS.preset)
     records = benchmark_tflite(FLAGS.output_dir, config, FLAGS.seq_length, FLAGS.batch_size, FLAGS.variants,
-                               FLAGS.num_threads, FLAGS.num_runs)
+                               FLAGS.num_threads, FLAGS.num_runs, onnx=FLAGS.onnx)
     print(tflite_table(records))
     if FLAGS.output_json:
         with open(FLAGS.output_json, "w", encoding="utf-8") as handle:

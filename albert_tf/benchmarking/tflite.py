@@ -1,10 +1,13 @@
-"""Size, single-thread latency and drift of an encoder's TFLite variants (python -m run_scripts.benchmark_tflite).
+"""Size, single-thread latency and drift of an encoder's TFLite variants and, optionally, its ONNX model
+(python -m run_scripts.benchmark_tflite).
 
 A randomly initialised encoder of the config is exported as the TF-Hub-style encoder SavedModel and converted
 as `export_to_tfhub --tflite` converts it; random weights give the real sizes and latencies. Each variant is timed
 in `tf.lite.Interpreter` (XNNPACK, TensorFlow's default delegate) with `num_threads` threads on one batch:
 `num_runs` invocations after `warmup_runs`, reported as median, min and max. Drift is the largest absolute
-difference of pooled_output and sequence_output from the SavedModel's on the same inputs.
+difference of pooled_output and sequence_output from the SavedModel's on the same inputs. With `onnx`, the
+ONNX model (tf2onnx, the `onnx` extra) is timed the same way in onnxruntime's CPU provider with `num_threads`
+intra-op threads.
 """
 
 import logging
@@ -18,6 +21,7 @@ import tensorflow as tf
 
 from albert_tf.benchmarking.probes import cpu_model, load_average
 from albert_tf.config import AlbertConfig
+from albert_tf.export.onnx_export import convert_to_onnx, require_tf2onnx
 from albert_tf.export.tflite import (ENCODER_TFLITE_OUTPUTS, SERVING_SIGNATURE, TFLITE_VARIANTS,
                                      check_tflite_variants, convert_to_tflite, output_drift, serving_signature)
 from albert_tf.export.tfhub_encoder import AlbertHubEncoder
@@ -49,16 +53,39 @@ def time_tflite(model_path: str, inputs: Dict[str, np.ndarray], num_threads: int
     return seconds, outputs
 
 
+def time_onnx(model_path: str, inputs: Dict[str, np.ndarray], num_threads: int, num_runs: int,
+              warmup_runs: int = 2) -> Tuple[List[float], Dict[str, np.ndarray]]:
+    """`time_tflite` for an ONNX model in onnxruntime (CPU provider, `num_threads` intra-op threads)."""
+    try:
+        import onnxruntime
+    except ImportError as error:
+        raise ValueError("Timing the ONNX model needs onnxruntime, the `onnx` extra: run `make onnx` and put "
+                         ".venv/onnx on PYTHONPATH.") from error
+    options = onnxruntime.SessionOptions()
+    options.intra_op_num_threads = num_threads
+    options.inter_op_num_threads = 1
+    session = onnxruntime.InferenceSession(model_path, options, providers=["CPUExecutionProvider"])
+    names = [output.name for output in session.get_outputs()]
+    for _ in range(warmup_runs):
+        session.run(names, inputs)
+    seconds = []
+    for _ in range(num_runs):
+        start = time.perf_counter()
+        values = session.run(names, inputs)
+        seconds.append(time.perf_counter() - start)
+    return seconds, dict(zip(names, values))
+
+
 def _directory_bytes(directory: str) -> int:
     return sum(os.path.getsize(os.path.join(root, name)) for root, _, names in os.walk(directory) for name in names)
 
 
 def benchmark_tflite(output_dir: str, config: AlbertConfig, seq_length: int = 128, batch_size: int = 1,
                      variants: Sequence[str] = TFLITE_VARIANTS, num_threads: int = 1, num_runs: int = 20,
-                     warmup_runs: int = 2) -> List[dict]:
+                     warmup_runs: int = 2, onnx: bool = False) -> List[dict]:
     """Exports a random encoder of `config` to `<output_dir>/encoder`, converts `variants` and times them.
 
-    Returns one record per variant: `variant`, `bytes`, `conversion_s`, `latency_ms_median` / `_min` / `_max`,
+    Returns one record per variant (and one with `variant` "onnx" when `onnx`): `variant`, `bytes`, `conversion_s`, `latency_ms_median` / `_min` / `_max`,
     the drift (`max_abs_diff/pooled_output`, `max_abs_diff/sequence_output`) and the setting (`seq_length`,
     `batch_size`, `num_threads`, `num_runs`, `saved_model_variables_bytes`, `cpu`, `load_average`,
     `tensorflow`).
@@ -69,6 +96,8 @@ def benchmark_tflite(output_dir: str, config: AlbertConfig, seq_length: int = 12
     [('float32', 45), ('int8', 12), ('float16', 23)]
     """
     check_tflite_variants(variants)
+    if onnx:
+        require_tf2onnx()
     if seq_length > config.max_position_embeddings:
         raise ValueError(f"seq_length={seq_length} exceeds the config's max_position_embeddings="
                          f"{config.max_position_embeddings}.")
@@ -89,13 +118,18 @@ def benchmark_tflite(output_dir: str, config: AlbertConfig, seq_length: int = 12
     reference = {name: value.numpy() for name, value in signature(**inputs).items()}
     del loaded, signature
     records = []
-    for variant in variants:
+    for variant in list(variants) + (["onnx"] if onnx else []):
         start = time.perf_counter()
-        path = convert_to_tflite(encoder_dir, [variant], seq_length, ENCODER_TFLITE_OUTPUTS, overwrite=True)[variant]
+        if variant == "onnx":
+            path = convert_to_onnx(encoder_dir, ENCODER_TFLITE_OUTPUTS, overwrite=True)
+        else:
+            path = convert_to_tflite(encoder_dir, [variant], seq_length, ENCODER_TFLITE_OUTPUTS,
+                                     overwrite=True)[variant]
         conversion_s = time.perf_counter() - start
         logger.info("Timing %s: %d runs after %d warm-up runs, %d thread(s).", path, num_runs, warmup_runs,
                     num_threads)
-        seconds, outputs = time_tflite(path, inputs, num_threads, num_runs, warmup_runs)
+        timer = time_onnx if variant == "onnx" else time_tflite
+        seconds, outputs = timer(path, inputs, num_threads, num_runs, warmup_runs)
         record = {"variant": variant, "bytes": os.path.getsize(path), "conversion_s": round(conversion_s, 1),
                   "latency_ms_median": 1000 * statistics.median(seconds), "latency_ms_min": 1000 * min(seconds),
                   "latency_ms_max": 1000 * max(seconds), **output_drift(reference, outputs),

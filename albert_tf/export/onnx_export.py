@@ -13,7 +13,7 @@ from unittest import mock
 
 import tensorflow as tf
 
-from albert_tf.export.tflite import selected_outputs, serving_signature
+from albert_tf.export.tflite import selected_outputs, serving_function, serving_signature
 
 logger = logging.getLogger(__name__)
 
@@ -58,12 +58,7 @@ def convert_to_onnx(saved_model_dir: str, output_names: Optional[Sequence[str]] 
     specs = {name: tf.TensorSpec(spec.shape, spec.dtype, name=name)
              for name, spec in sorted(signature.structured_input_signature[1].items())}
     outputs = selected_outputs(signature, output_names, saved_model_dir)
-
-    def serve(*args):
-        results = signature(**dict(zip(specs, args)))
-        return {name: results[name] for name in outputs}
-
-    function = tf.function(serve, input_signature=list(specs.values()), autograph=False)
+    function = serving_function(signature, specs, outputs)
     optimizers = {name: optimizer for name, optimizer in tf2onnx.optimizer._optimizers.items()
                   if name not in _BROKEN_TF2ONNX_OPTIMIZERS}
     with mock.patch.dict(tf2onnx.optimizer._optimizers, optimizers, clear=True):

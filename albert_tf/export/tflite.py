@@ -90,6 +90,17 @@ def selected_outputs(signature, output_names: Optional[Sequence[str]], saved_mod
     return list(output_names)
 
 
+def serving_function(signature, specs: Dict[str, tf.TensorSpec], outputs: Sequence[str]):
+    """A tf.function of `specs` (positional, in their order; the specs' names name the inputs) that calls
+    `signature` and returns its `outputs`."""
+
+    def serve(*args):
+        results = signature(**dict(zip(specs, args)))
+        return {name: results[name] for name in outputs}
+
+    return tf.function(serve, input_signature=list(specs.values()), autograph=False)
+
+
 def _stage_fixed_length_saved_model(saved_model_dir: str, staging_dir: str, seq_length: Optional[int],
                                     output_names: Optional[Sequence[str]]) -> Dict[str, tf.TensorSpec]:
     """Saves to `staging_dir` a SavedModel whose `serving_default` calls the original one at a fixed length.
@@ -102,12 +113,7 @@ def _stage_fixed_length_saved_model(saved_model_dir: str, staging_dir: str, seq_
     specs = fixed_length_specs(signature, seq_length, saved_model_dir)
     outputs = selected_outputs(signature, output_names, saved_model_dir)
 
-    def serve(**inputs):
-        results = signature(**inputs)
-        return {name: results[name] for name in outputs}
-
-    concrete = tf.function(lambda *args: serve(**dict(zip(specs, args))),
-                           input_signature=list(specs.values()), autograph=False).get_concrete_function()
+    concrete = serving_function(signature, specs, outputs).get_concrete_function()
     holder = tf.Module()
     holder.model = loaded
     tf.saved_model.save(holder, staging_dir, signatures={SERVING_SIGNATURE: concrete},
