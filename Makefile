@@ -9,8 +9,10 @@ PEERS_STAMP := $(PEERS)/.installed
 PEERS_IN_SITE_PACKAGES := torch transformers
 BEAM := $(VENV)/beam
 BEAM_STAMP := $(BEAM)/.installed
+ONNX := $(VENV)/onnx
+ONNX_STAMP := $(ONNX)/.installed
 
-.PHONY: demo test test-fast install peers beam
+.PHONY: demo test test-fast install peers beam onnx
 
 $(STAMP): requirements.txt requirements-dev.txt requirements-test-oracles.txt
 	test -x $(VPY) || $(PYTHON) -m venv $(VENV)
@@ -40,10 +42,18 @@ $(BEAM_STAMP): $(STAMP) requirements-beam.txt
 
 beam: $(BEAM_STAMP)
 
+# The `onnx` extra (requirements-onnx.txt) beside the environment, without dependencies: the environment has them,
+# and pip would otherwise put second copies of numpy and protobuf there. PYTHONPATH=.venv/onnx where it is used.
+$(ONNX_STAMP): $(STAMP) requirements-onnx.txt
+	$(VPY) -m pip install --quiet --upgrade --no-deps --target $(ONNX) -r requirements-onnx.txt
+	touch $(ONNX_STAMP)
+
+onnx: $(ONNX_STAMP)
+
 demo: $(STAMP)
 	$(VPY) -m run_scripts.quickstart --output_dir=demo_output
 
-test: $(STAMP) $(PEERS_STAMP) $(BEAM_STAMP)
+test: $(STAMP) $(PEERS_STAMP) $(BEAM_STAMP) $(ONNX_STAMP)
 	$(VPY) -m pytest -q tests
 
 test-fast: $(STAMP)

@@ -4,7 +4,8 @@
         --albert_config_file=albert_base/albert_config.json --spm_model_file=albert_base/30k-clean.model \\
         --export_path=/tmp/albert_hub
 
-Loading the encoder needs only TensorFlow; the preprocessor also needs `import tensorflow_text`.
+Loading the encoder needs only TensorFlow; the preprocessor also needs `import tensorflow_text`. `--tflite` and
+`--onnx` also write the encoder as `encoder_<variant>.tflite` and `encoder.onnx` beside encoder/.
 """
 
 from absl import app, flags, logging
@@ -14,6 +15,7 @@ from albert_tf.config import load_config
 from albert_tf.export.preprocessor import DEFAULT_SEQ_LENGTH
 from albert_tf.export.tfhub_encoder import export_hub_modules
 from run_scripts import entry
+from run_scripts.mobile_flags import define_mobile_export_flags, tflite_variants
 from run_scripts.original_flags import NO_EINSUM_CHOICE, define_original_flags
 from run_scripts.tokenizer_flags import define_digit_comma_rule_flag
 
@@ -32,6 +34,7 @@ flags.DEFINE_integer("seq_length", DEFAULT_SEQ_LENGTH, "The preprocessor's defau
 flags.DEFINE_bool("allow_random_init", False, "Export random weights when there is no --init_checkpoint "
                   "(for tests only).")
 flags.DEFINE_bool("overwrite", False, "Replace an existing export in --export_path.")
+define_mobile_export_flags("--seq_length")
 define_original_flags({"albert_directory": "pass --init_checkpoint (the checkpoint or the released directory, "
                                            "whose albert_config.json is found beside it) and --spm_model_file",
                        "checkpoint_name": "pass the checkpoint itself as --init_checkpoint",
@@ -56,7 +59,8 @@ def main(argv):
     encoder_dir, preprocessor_dir = export_hub_modules(
         FLAGS.export_path, _config(), FLAGS.spm_model_file, init_checkpoint=FLAGS.init_checkpoint,
         do_lower_case=FLAGS.do_lower_case, seq_length=FLAGS.seq_length, allow_random_init=FLAGS.allow_random_init,
-        digit_comma_rule=FLAGS.digit_comma_rule, overwrite=FLAGS.overwrite)
+        digit_comma_rule=FLAGS.digit_comma_rule, overwrite=FLAGS.overwrite, tflite_variants=tflite_variants(),
+        tflite_seq_length=FLAGS.tflite_seq_length, onnx=FLAGS.onnx)
     logging.info("Wrote %s and %s.", encoder_dir, preprocessor_dir)
 
 

@@ -23,6 +23,8 @@ flags.DEFINE_list("corpus", None, "Text files in the original format (one senten
 flags.DEFINE_bool("include_site_packages", False, "Build the built-in corpus from site-packages too (larger).")
 flags.DEFINE_list("seeds", ["0"], "Seeds of the models' initialization; every arm runs once per seed.")
 flags.DEFINE_string("output_dir", "paper_reproduction", "Where the data, the arms and the report go.")
+flags.DEFINE_string("glue_data_dir", None, "A local GLUE copy in the original layout (SST-2/, MNLI/): the sharing "
+                    "arms are also fine-tuned on SST-2 and MNLI and scored on their dev sets.")
 define_jit_compile_flag()
 
 
@@ -38,7 +40,8 @@ def main(argv):
     host_allocator.prefer_training_defaults()
     paths = run_reproduction(ReproduceOptions(
         output_dir=FLAGS.output_dir, experiments=FLAGS.experiment, budget=FLAGS.budget, corpus=FLAGS.corpus,
-        include_site_packages=FLAGS.include_site_packages, seeds=_seeds(FLAGS.seeds), jit_compile=FLAGS.jit_compile))
+        include_site_packages=FLAGS.include_site_packages, seeds=_seeds(FLAGS.seeds), jit_compile=FLAGS.jit_compile,
+        glue_data_dir=FLAGS.glue_data_dir))
     print(f"Report: {paths['report']}\nResults: {paths['results']}")
 
 

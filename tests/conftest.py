@@ -15,6 +15,10 @@ if os.path.isdir(TEST_ORACLES):
 BEAM_PACKAGES = os.path.join(os.path.dirname(TEST_ORACLES), "beam")
 if os.path.isdir(BEAM_PACKAGES):
     sys.path.append(BEAM_PACKAGES)
+# The onnx extra (tf2onnx, onnx, onnxruntime) lives in .venv/onnx (`make onnx`, see requirements-onnx.txt).
+ONNX_PACKAGES = os.path.join(os.path.dirname(TEST_ORACLES), "onnx")
+if os.path.isdir(ONNX_PACKAGES):
+    sys.path.append(ONNX_PACKAGES)
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 # LLVM's optimisation of XLA's CPU code is most of a tiny model's compile time (about 15 of 20 s per

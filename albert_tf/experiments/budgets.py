@@ -58,6 +58,11 @@ class Budget:
     # None: a tenth of the steps.
     warmup_steps: Optional[int] = None
     speed: SpeedBudget = SpeedBudget()
+    # The downstream score: fine-tuning on the held-out document classification (and GLUE's, when given).
+    downstream_documents: int = 8
+    finetune_steps: int = 10
+    finetune_batch_size: int = 16
+    finetune_learning_rate: float = 1e-3
 
     @property
     def num_warmup_steps(self) -> int:

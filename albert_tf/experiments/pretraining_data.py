@@ -19,6 +19,7 @@ from absl import logging
 from albert_tf.experiments.budgets import Budget
 from data_gen import build_vocab, corpora
 from data_gen.create_pretraining_data import create_pretraining_data, output_shard_paths
+from data_gen.document_classification import read_text_documents
 from data_gen.sentence_pair_eval import write_sentence_pair_eval_set
 
 EVAL_RANDOM_SEED = 54321
@@ -27,28 +28,16 @@ EVAL_RANDOM_SEED = 54321
 @dataclasses.dataclass(frozen=True)
 class PretrainingData:
     """Paths of the prepared data: the vocabulary model, the training records by objective ("sop", "nsp"), the
-    original generator's held-out SOP records, and the pure, balanced held-out sets by task ("sop", "nsp")."""
+    original generator's held-out SOP records, the pure, balanced held-out sets by task ("sop", "nsp"), the
+    held-out text, and where the downstream score's held-out document classification set goes (written by
+    albert_tf.experiments.downstream when an experiment fine-tunes its arms)."""
 
     spm_model_file: str
     train_patterns: Dict[str, str]
     eval_pattern: str
     pure_eval_patterns: Dict[str, str]
-
-
-def _read_documents(path: str) -> List[List[str]]:
-    """Documents of a file in the original format: one sentence per line, a blank line between documents."""
-    documents, current = [], []
-    with open(path, encoding="utf-8") as handle:
-        for line in handle:
-            line = line.strip()
-            if line:
-                current.append(line)
-            elif current:
-                documents.append(current)
-                current = []
-    if current:
-        documents.append(current)
-    return documents
+    holdout_text: str
+    document_classification_dir: str
 
 
 def _write_documents(path: str, documents: Sequence[List[str]]) -> None:
@@ -61,7 +50,7 @@ def _write_documents(path: str, documents: Sequence[List[str]]) -> None:
 def split_corpus(corpus_files: Sequence[str], train_path: str, holdout_path: str, holdout_fraction: float) -> None:
     """Splits the documents of `corpus_files` into train and held-out text by the corpus's own hash rule."""
     documents = [document for path in build_vocab.expand_input_files(corpus_files, "--corpus")
-                 for document in _read_documents(path)]
+                 for document in read_text_documents(path)]
     holdout = [document for document in documents if corpora.is_holdout_document(document, holdout_fraction)]
     train = [document for document in documents if not corpora.is_holdout_document(document, holdout_fraction)]
     if not holdout or not train:
@@ -108,4 +97,5 @@ def prepare_pretraining_data(data_dir: str, budget: Budget, corpus_files: Option
                                                   random_seed=EVAL_RANDOM_SEED, **shapes)
             logging.info("Pure %s set: %s", task, counts)
         pure_eval_patterns[task] = path
-    return PretrainingData(spm_model_file, train_patterns, ",".join(eval_shards), pure_eval_patterns)
+    return PretrainingData(spm_model_file, train_patterns, ",".join(eval_shards), pure_eval_patterns, holdout_text,
+                           os.path.join(data_dir, "downstream", "documents"))

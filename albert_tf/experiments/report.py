@@ -13,6 +13,8 @@ from typing import Dict, Mapping, Sequence
 import matplotlib
 import numpy as np
 
+from albert_tf.experiments.learning_curves import experiment_curves, plot_learning_curves
+
 matplotlib.use("Agg")  # files only: no display on the machines this runs on
 import matplotlib.pyplot as plt  # noqa: E402  (the backend must be chosen before pyplot is imported)
 import matplotlib.ticker  # noqa: E402
@@ -32,12 +34,20 @@ def report_text(sections: Sequence[Mapping[str, object]], scale: str, baselines:
                   f"{baselines.get('sop_pure', float('nan')):.3f} and NSP "
                   f"{baselines.get('nsp_pure', float('nan')):.3f}. A run at or below the baseline of what it trained "
                   "on is reported as failed, not as a result.", ""]
+    lines += ["**Verdicts.** A difference smaller than the larger seed standard deviation of the two arms is inside "
+              "the noise. Beside it stands the difference detectable at 80% power by a two-sided two-sample test at "
+              "the 5% level, (z_0.975 + z_0.8) x sd x sqrt(2 / seeds), from normal quantiles "
+              "(at 3 seeds a t-test needs about a third more).", ""]
     for section in sections:
         lines += [f"## {section['title']}", "", section["table"], ""]
         for claim in section["claims"].values():
             numbers = ""
             if "difference" in claim:
-                numbers = f" (difference {claim['difference']:+.4f}, seed spread {claim['spread']:.4f})"
+                numbers = f" (difference {claim['difference']:+.4f}, seed spread {claim['spread']:.4f}"
+                detectable = claim.get("detectable_difference")
+                numbers += f", detectable at 80% power {detectable:.4f})" if detectable is not None else ")"
+            if claim.get("detail"):
+                numbers += f" ({claim['detail']})"
             lines.append(f"- {claim['claim']}: **{claim['verdict']}**{numbers}")
         for plot in section.get("plots", []):
             lines += ["", f"![{section['title']}]({plot})"]
@@ -152,6 +162,10 @@ def write_report(output_dir: str, sections: Sequence[Dict[str, object]], results
             for spec in section.get(kind, []):
                 section["plots"].append(spec["file"])
                 plot(spec, os.path.join(output_dir, spec["file"]))
+        learning_curves = experiment_curves(results, section["name"])
+        if learning_curves:
+            section["plots"].append(f"{section['name']}_learning_curves.png")
+            plot_learning_curves(learning_curves, section["title"], os.path.join(output_dir, section["plots"][-1]))
     report_path = os.path.join(output_dir, REPORT_NAME)
     with open(report_path, "w", encoding="utf-8") as handle:
         handle.write(report_text(sections, scale, baselines))
@@ -159,6 +173,8 @@ def write_report(output_dir: str, sections: Sequence[Dict[str, object]], results
     for key, result in results.items():
         experiment, arm, seed = key.split("/")
         metrics = {"parameters": result["parameters"], **result["eval"]}
+        for task, task_metrics in result.get("downstream", {}).items():
+            metrics.update({f"downstream/{task}/{name}": value for name, value in task_metrics.items()})
         for pure_set, pure_metrics in result.get("pure_eval", {}).items():
             metrics.update({f"pure_{pure_set}/{name}": value for name, value in pure_metrics.items()})
         for transitions in ("transitions", "transitions_twice_as_deep"):

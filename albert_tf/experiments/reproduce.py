@@ -19,6 +19,7 @@ from absl import logging
 
 from albert_tf.experiments import dropout, embedding_size, layer_transitions, sharing, sop_vs_nsp, speed
 from albert_tf.experiments.budgets import Budget, budget_for
+from albert_tf.experiments.downstream import check_glue_data_dir, downstream_baselines, run_downstream
 from albert_tf.experiments.pretraining_data import PretrainingData, prepare_pretraining_data
 from albert_tf.experiments.report import write_report
 from albert_tf.experiments.runner import run_arms
@@ -48,6 +49,8 @@ class ReproduceOptions:
     include_site_packages: bool = False
     seeds: Sequence[int] = (0,)
     jit_compile: object = "auto"
+    # A local GLUE copy (the original layout): the downstream score adds SST-2 and MNLI dev.
+    glue_data_dir: Optional[str] = None
 
 
 def experiment_names(requested: Sequence[str]) -> List[str]:
@@ -66,7 +69,12 @@ def _scale_text(budget, seeds: Sequence[int], corpus: str) -> str:
             f"E={model['embedding_size']}, vocabulary {budget.vocab_size}; {budget.num_train_steps} steps of "
             f"{budget.train_batch_size} x {budget.max_seq_length} tokens (about {tokens:,} tokens seen, the paper's "
             f"ALBERT-base saw 125k x 4096 x 512); {len(seeds)} seed(s); corpus: {corpus}. The paper's figures are "
-            "downstream scores of ALBERT-base; ours are held-out pretraining accuracies.")
+            "downstream scores of ALBERT-base; ours are held-out pretraining accuracies and, where an experiment "
+            f"fine-tunes its arms, the dev accuracy after {budget.finetune_steps} fine-tuning steps of "
+            f"{budget.finetune_batch_size} on the held-out document classification: which of "
+            f"{budget.downstream_documents} held-out documents (the largest, cut to equal length) a sentence comes "
+            "from, every third sentence of each held out for dev; no arm pretrained on those documents, and "
+            "neither the masked LM nor SOP ever names a document.")
 
 
 def _majority_baselines(data: PretrainingData, budget: Budget) -> Dict[str, float]:
@@ -88,6 +96,7 @@ def run_reproduction(options: ReproduceOptions) -> Dict[str, str]:
     budget = budget_for(options.budget)
     if not options.seeds or len(set(options.seeds)) != len(options.seeds):
         raise ValueError(f"--seeds={','.join(map(str, options.seeds))}: give one or more distinct seeds.")
+    check_glue_data_dir(options.glue_data_dir)
     output_dir = os.path.abspath(options.output_dir)
     arms = [arm for name in names if name in EXPERIMENTS
             for arm in EXPERIMENTS[name][0](budget.model, budget.vocab_size, options.seeds)]
@@ -98,6 +107,12 @@ def run_reproduction(options: ReproduceOptions) -> Dict[str, str]:
                                         options.include_site_packages)
         results = run_arms(arms, os.path.join(output_dir, "arms"), budget, data, options.jit_compile)
         baselines = _majority_baselines(data, budget)
+        downstream_arms = [arm for arm in arms if arm.downstream]
+        if downstream_arms:
+            for key, scores in run_downstream(downstream_arms, os.path.join(output_dir, "arms"), budget, data,
+                                              options.glue_data_dir, options.jit_compile).items():
+                results[key]["downstream"] = scores
+            baselines.update(downstream_baselines(data, options.glue_data_dir))
     sections = [EXPERIMENTS[name][1]({key: value for key, value in results.items() if key.startswith(name + "/")},
                                      baselines) if name in EXPERIMENTS else
                 MEASUREMENTS[name](budget.speed, os.path.join(output_dir, name), options.jit_compile)

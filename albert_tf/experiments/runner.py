@@ -31,8 +31,11 @@ from data_gen.pretraining_input import pretraining_dataset_fn
 ARM_RESULT_NAME = "arm_result.json"
 # Held-out batches the block transitions are measured on.
 TRANSITION_BATCHES = 8
-# The held-out metrics of a learning curve.
+# The held-out metrics of an arm's held-out curve (`Arm.curve_points`).
 CURVE_METRICS = ("masked_lm_accuracy", "masked_lm_loss")
+# Points of each arm's learning curve: the training loss and metrics are logged (to train/'s TensorBoard events)
+# this many times over the run.
+CURVE_POINTS = 20
 
 
 @dataclasses.dataclass(frozen=True)
@@ -42,7 +45,8 @@ class Arm:
     generator's held-out records and, with `evaluate_pure_sets`, on the pure SOP and NSP sets; with
     `measure_transitions`, its block transitions are measured on the held-out records (and, for one shared block,
     at twice the trained depth); with `curve_points`, it keeps that many evenly spaced checkpoints and its result
-    holds the held-out metrics of each (a learning curve)."""
+    holds the held-out metrics of each (a held-out learning curve); with `downstream`, it is fine-tuned for the
+    downstream score (albert_tf.experiments.downstream)."""
 
     experiment: str
     name: str
@@ -53,6 +57,7 @@ class Arm:
     evaluate_pure_sets: bool = False
     measure_transitions: bool = False
     curve_points: int = 0
+    downstream: bool = False
 
     @property
     def key(self) -> str:
@@ -66,6 +71,8 @@ def arm_directory(arms_dir: str, arm: Arm) -> str:
 def _pretraining_options(output_dir: str, arm: Arm, budget: Budget, data: PretrainingData,
                          jit_compile) -> PretrainingOptions:
     save_every = budget.num_train_steps // arm.curve_points if arm.curve_points else budget.num_train_steps
+    # A loop as long as the log interval: each logged point is the mean over the steps since the previous one.
+    curve_interval = max(1, budget.num_train_steps // CURVE_POINTS)
     return PretrainingOptions(
         output_dir=output_dir, input_file=data.train_patterns[arm.train_data], eval_input_file=data.eval_pattern,
         do_train=True, do_eval=True, max_seq_length=budget.max_seq_length,
@@ -74,7 +81,7 @@ def _pretraining_options(output_dir: str, arm: Arm, budget: Budget, data: Pretra
         learning_rate=budget.learning_rate, num_train_steps=budget.num_train_steps,
         num_warmup_steps=budget.num_warmup_steps, save_checkpoints_steps=max(1, save_every),
         keep_checkpoint_max=max(1, arm.curve_points), max_eval_steps=budget.max_eval_steps,
-        log_every_steps=max(1, save_every),
+        log_every_steps=curve_interval, steps_per_loop=curve_interval,
         jit_compile=jit_compile, seed=arm.seed, sentence_loss_weight=arm.sentence_loss_weight)
 
 
@@ -124,7 +131,8 @@ def _eta_text(seconds: float) -> str:
 
 def run_arms(arms: Sequence[Arm], arms_dir: str, budget: Budget, data: PretrainingData,
              jit_compile="auto") -> Dict[str, Dict[str, object]]:
-    """Runs every arm that is not finished, in order, and returns {arm.key: its result} for all of them."""
+    """Runs every arm that is not finished, in order, and returns {arm.key: its result} for all of them, each with
+    its `directory` (where its training curves are) and its model `config` added."""
     keys = [arm.key for arm in arms]
     if len(set(keys)) != len(keys):
         raise ValueError(f"Two arms share a key: {sorted(key for key in keys if keys.count(key) > 1)}.")
@@ -145,4 +153,5 @@ def run_arms(arms: Sequence[Arm], arms_dir: str, budget: Budget, data: Pretraini
         eta = (time.time() - started) / done * (len(pending) - done)
         logging.info("Arms done: %d of %d; remaining %d, ETA %s", len(results), len(arms), len(pending) - done,
                      _eta_text(eta))
-    return {key: results[key] for key in keys}
+    return {arm.key: {**results[arm.key], "directory": arm_directory(arms_dir, arm), "config": arm.config.to_dict()}
+            for arm in arms}

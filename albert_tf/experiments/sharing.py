@@ -1,77 +1,220 @@
-"""The sharing experiment (paper Table 4): identical models with share_type none, attention, ffn and all.
+"""The sharing experiment (paper Table 4, and the grouped sharing its text describes): identical models with
+share_type none, attention, ffn and all, and with M layers per group for M in {1, 2, L/2, L}.
 
-Per arm: encoder parameters, held-out MLM accuracy and held-out SOP accuracy, beside the paper's parameters and
-downstream average at ALBERT-base, E=128. The claims: sharing the attention costs (almost) nothing, and most of the
-drop comes from sharing the feed-forward half. Here the held-out MLM accuracy stands in for the downstream score.
+"M layers per group" is the original's grouping: share_type="all", inner_group_num=1 and num_hidden_groups
+G = L / M. Layer l runs the block of group int(l * G / L) = l // M, so each run of M consecutive layers shares one
+block's attention and feed-forward weights. M=1 (G=L, a block per layer) is the not-shared model and M=L (G=1)
+the all-shared one: those rows reuse the share_type none and all arms instead of training the same model twice,
+and so does a size that occurs twice (L/2 = 2 at L=4). L must be even.
+
+Per arm: encoder parameters, held-out MLM and SOP accuracy, and the downstream score (albert_tf.experiments.
+downstream: held-out document classification, and SST-2 / MNLI dev with a GLUE copy), beside the paper's
+parameters and downstream average at ALBERT-base, E=128. The claims: sharing the attention costs (almost) nothing,
+most of the drop comes from sharing the feed-forward half, and the smaller the group, the better; each judged on
+the held-out MLM accuracy and on the downstream score.
 
 Example:
->>> model = dict(hidden_size=32, num_hidden_layers=2, num_attention_heads=2, intermediate_size=64)
->>> [arm.name for arm in sharing_arms(model, vocab_size=100, seeds=[0])]
-['none', 'attention', 'ffn', 'all']
+>>> model = dict(hidden_size=32, num_hidden_layers=4, num_attention_heads=2, intermediate_size=64)
+>>> [(arm.name, arm.config.num_hidden_groups) for arm in sharing_arms(model, vocab_size=100, seeds=[0])]
+[('none', 1), ('attention', 1), ('ffn', 1), ('all', 1), ('group2', 2)]
+>>> [grouped_arm_name(size, 4) for size in group_sizes(4)]
+['none', 'group2', 'all']
 """
 
-from typing import Dict, List, Mapping, Sequence
+from typing import Callable, Dict, List, Mapping, Sequence
 
 from albert_tf.config import AlbertConfig
 from albert_tf.experiments.runner import Arm
-from albert_tf.experiments.verdicts import judge_difference, mean_and_spread, mean_text
+from albert_tf.experiments.verdicts import MIN_SEEDS, judge_difference, mean_and_spread, mean_text
 
 NAME = "sharing"
 SHARE_TYPES = ("none", "attention", "ffn", "all")
 # Table 4, ALBERT-base, E=128: parameters and the downstream average.
 PAPER = {"none": ("89M", 81.6), "attention": ("64M", 81.7), "ffn": ("38M", 80.2), "all": ("12M", 80.1)}
+# The paper gives no table for grouped sharing, only this sentence.
+PAPER_GROUPS = "the smaller the group size M, the better (no figures given)"
+DOWNSTREAM_SCORE = "documents"
+Metric = Callable[[Mapping[str, object]], float]
+
+
+def group_sizes(num_hidden_layers: int) -> List[int]:
+    """The group sizes M in {1, 2, L/2, L}, each once, ascending."""
+    if num_hidden_layers % 2 and num_hidden_layers != 1:
+        raise ValueError(f"The sharing experiment's grouped arms (M in 1, 2, L/2, L layers per group) need an even "
+                         f"num_hidden_layers; the budget's model has {num_hidden_layers}.")
+    return sorted({size for size in (1, 2, num_hidden_layers // 2, num_hidden_layers)
+                   if 1 <= size <= num_hidden_layers})
+
+
+def grouped_arm_name(group_size: int, num_hidden_layers: int) -> str:
+    """The arm with `group_size` layers per group: the not-shared arm for 1, the all-shared one for L, else its own."""
+    if group_size == 1:
+        return "none"
+    if group_size == num_hidden_layers:
+        return "all"
+    return f"group{group_size}"
 
 
 def sharing_arms(model: Mapping[str, object], vocab_size: int, seeds: Sequence[int]) -> List[Arm]:
-    """One arm per share type and seed, all from the same model."""
-    return [Arm(NAME, share_type, seed, AlbertConfig(vocab_size=vocab_size, **{**model, "share_type": share_type}))
-            for share_type in SHARE_TYPES for seed in seeds]
+    """One arm per share type and seed, then one per group size that no share type already is; all from the same
+    model, all fine-tuned for the downstream score."""
+    layers = int(model["num_hidden_layers"])
+    configs = {share_type: {**model, "share_type": share_type} for share_type in SHARE_TYPES}
+    for size in group_sizes(layers):
+        configs.setdefault(grouped_arm_name(size, layers),
+                           {**model, "share_type": "all", "num_hidden_groups": layers // size, "inner_group_num": 1})
+    return [Arm(NAME, name, seed, AlbertConfig(vocab_size=vocab_size, **config), downstream=True)
+            for name, config in configs.items() for seed in seeds]
 
 
-def _per_seed(results: Mapping[str, Mapping[str, object]], share_type: str, metric: str) -> List[float]:
-    return [float(result["eval"][metric]) for key, result in sorted(results.items())
-            if key.startswith(f"{NAME}/{share_type}/")]
+def _arm_results(results: Mapping[str, Mapping[str, object]], arm: str) -> List[Mapping[str, object]]:
+    return [result for key, result in sorted(results.items()) if key.startswith(f"{NAME}/{arm}/")]
 
 
-def _failed(values: Sequence[float], baseline: float) -> bool:
-    return any(value <= baseline for value in values)
+def _eval_metric(name: str) -> Metric:
+    return lambda result: float(result["eval"][name])
+
+
+def _downstream_metric(task: str) -> Metric:
+    return lambda result: float(result["downstream"][task]["accuracy"])
+
+
+def _downstream_tasks(results: Mapping[str, Mapping[str, object]]) -> List[str]:
+    """The downstream tasks every arm has a score for, the document classification first."""
+    found = [set(result.get("downstream", {})) for result in results.values()]
+    common = set.intersection(*found) if found else set()
+    return sorted(common, key=lambda task: (task != DOWNSTREAM_SCORE, task))
+
+
+def _judge(results, first: str, second: str, metric: Metric, failed: Sequence[str], text: str) -> Dict[str, object]:
+    """The claim "first beats second on metric"; not judged when either run failed."""
+    if first in failed or second in failed:
+        judged = {"verdict": f"not judged: failed run(s) {', '.join(sorted({first, second} & set(failed)))}"}
+    else:
+        judged = judge_difference([metric(result) for result in _arm_results(results, first)],
+                                  [metric(result) for result in _arm_results(results, second)], True)
+    return {"claim": text, "compared": [first, second], **judged}
+
+
+def _judge_ordering(results, arms: Sequence[str], labels: Sequence[str], metric: Metric, failed: Sequence[str],
+                    text: str) -> Dict[str, object]:
+    """The claim that each arm of `arms` beats the next: it holds when every adjacent pair holds, does not hold
+    when one does not, and is inside the noise otherwise."""
+    pairs = [_judge(results, first, second, metric, failed, f"{label} > {next_label}")
+             for first, second, label, next_label in zip(arms, arms[1:], labels, labels[1:])]
+    verdicts = [pair["verdict"] for pair in pairs]
+    not_judged = [verdict for verdict in verdicts if verdict.startswith(("not judged", "cannot be judged"))]
+    if not pairs:
+        verdict = "cannot be judged (a single group size)"
+    elif not_judged:
+        verdict = not_judged[0]
+    elif "does not hold" in verdicts:
+        verdict = "does not hold"
+    else:
+        verdict = "holds" if all(verdict == "holds" for verdict in verdicts) else "inside the noise"
+    detail = "; ".join(
+        f"{pair['claim']}: {pair['difference']:+.4f} (spread {pair['spread']:.4f}, detectable at 80% power "
+        + (f"{pair['detectable_difference']:.4f}" if pair.get("detectable_difference") is not None else "n/a")
+        + f") {pair['verdict']}" for pair in pairs if "difference" in pair)
+    return {"claim": text, "compared": list(arms), "pairs": pairs, "verdict": verdict, "detail": detail}
+
+
+def _arm_row(results, arm: str, downstream_tasks: Sequence[str], baselines: Mapping[str, float]):
+    """The arm's numbers, its pretraining status and its downstream status."""
+    arm_results = _arm_results(results, arm)
+    mlm = [_eval_metric("masked_lm_accuracy")(result) for result in arm_results]
+    sop = [_eval_metric("sentence_order_accuracy")(result) for result in arm_results]
+    failed = any(value <= baselines["masked_lm"] for value in mlm) or any(
+        value <= baselines["sentence_order"] for value in sop)
+    numbers = {"parameters": arm_results[0]["parameters"], "masked_lm_accuracy": mean_and_spread(mlm),
+               "sentence_order_accuracy": mean_and_spread(sop),
+               "status": "failed: not above the majority baseline" if failed else "ok"}
+    cells = [mean_text(mlm), mean_text(sop)]
+    downstream_failures = []
+    for task in downstream_tasks:
+        scores = [_downstream_metric(task)(result) for result in arm_results]
+        numbers[f"downstream/{task}"] = mean_and_spread(scores)
+        cells.append(mean_text(scores))
+        if any(score <= baselines[f"downstream/{task}"] for score in scores):
+            downstream_failures.append(task)
+    numbers["downstream_status"] = (
+        f"failed: {', '.join(downstream_failures)} not above the majority baseline" if downstream_failures else "ok")
+    return numbers, cells
 
 
 def sharing_section(results: Mapping[str, Mapping[str, object]], baselines: Mapping[str, float]) -> Dict[str, object]:
-    """The table, the claims' verdicts and the numbers they used, from {arm key: result} and the baselines.
+    """The tables, the claims' verdicts and the numbers they used, from {arm key: result} and the baselines.
 
-    An arm whose MLM or SOP accuracy does not beat its majority baseline on every seed is a failed run: the
+    An arm whose MLM or SOP accuracy does not beat its majority baseline on every seed is a failed run, and so,
+    for the downstream claims, is one whose downstream score does not beat the task's majority baseline: the
     claims that use it are not judged.
     """
-    rows, numbers, failed = [], {}, []
+    downstream_tasks = _downstream_tasks(results)
+    columns = "".join(f" our {task} dev acc |" for task in downstream_tasks)
+    numbers, rows, failed, downstream_failed = {}, [], [], []
+
+    def add(arm):
+        if arm not in numbers:
+            numbers[arm], cells = _arm_row(results, arm, downstream_tasks, baselines)
+            numbers[arm]["cells"] = cells
+            if numbers[arm]["status"] != "ok":
+                failed.append(arm)
+            if numbers[arm]["downstream_status"] != "ok":
+                downstream_failed.append(arm)
+        return numbers[arm]
+
+    def run_text(arm):
+        status = f"pretraining {numbers[arm]['status']}"
+        return status + (f"; downstream {numbers[arm]['downstream_status']}" if downstream_tasks else "")
+
     for share_type in SHARE_TYPES:
-        mlm = _per_seed(results, share_type, "masked_lm_accuracy")
-        sop = _per_seed(results, share_type, "sentence_order_accuracy")
-        parameters = next(result["parameters"] for key, result in results.items()
-                          if key.startswith(f"{NAME}/{share_type}/"))
-        status = "ok"
-        if _failed(mlm, baselines["masked_lm"]) or _failed(sop, baselines["sentence_order"]):
-            status = "failed: not above the majority baseline"
-            failed.append(share_type)
-        numbers[share_type] = {"parameters": parameters, "masked_lm_accuracy": mean_and_spread(mlm),
-                               "sentence_order_accuracy": mean_and_spread(sop), "status": status}
+        arm = add(share_type)
         paper_parameters, paper_average = PAPER[share_type]
-        rows.append(f"| {share_type} | {paper_parameters} | {paper_average} | {parameters:,} | {mean_text(mlm)} | "
-                    f"{mean_text(sop)} | {status} |")
+        rows.append(f"| {share_type} | {paper_parameters} | {paper_average} | {arm['parameters']:,} | "
+                    f"{' | '.join(arm['cells'])} | {run_text(share_type)} |")
+    layers = int(_arm_results(results, "none")[0]["config"]["num_hidden_layers"])
+    sizes = group_sizes(layers)
+    group_rows, grouped_arms = [], []
+    for size in sizes:
+        arm_name = grouped_arm_name(size, layers)
+        grouped_arms.append(arm_name)
+        arm = add(arm_name)
+        source = {"none": "the not-shared arm, reused", "all": "the all-shared arm, reused"}.get(arm_name, "trained")
+        group_rows.append(f"| {size} | {layers // size} | {arm_name} ({source}) | {arm['parameters']:,} | "
+                          f"{' | '.join(arm['cells'])} | {run_text(arm_name)} |")
     claims = {}
-    for claim, first, second, expect_positive, text in (
-            ("attention_sharing_is_free", "attention", "none", True,
-             "sharing the attention costs nothing (MLM: attention-shared >= not shared)"),
-            ("ffn_sharing_costs_most", "attention", "ffn", True,
-             "most of the drop comes from the FFN (MLM: attention-shared > FFN-shared)")):
-        if first in failed or second in failed:
-            judged = {"verdict": f"not judged: failed run(s) {', '.join(sorted({first, second} & set(failed)))}"}
-        else:
-            judged = judge_difference(_per_seed(results, first, "masked_lm_accuracy"),
-                                      _per_seed(results, second, "masked_lm_accuracy"), expect_positive)
-        claims[claim] = {"claim": text, "compared": [first, second], **judged}
-    table = "\n".join(["| share_type | paper params | paper downstream avg | our params | our held-out MLM acc "
-                       "| our held-out SOP acc | run |", "|---|---|---|---|---|---|---|", *rows])
-    return {"name": NAME, "title": "Cross-layer sharing (paper Table 4)", "table": table, "arms": numbers,
-            "claims": claims, "plot_metrics": [("masked_lm_accuracy", "masked_lm", "MLM accuracy"),
-                                               ("sentence_order_accuracy", "sentence_order", "SOP accuracy")]}
+    metrics = [("", "MLM", _eval_metric("masked_lm_accuracy"), failed)]
+    if downstream_tasks:
+        metrics.append(("_downstream", f"downstream {DOWNSTREAM_SCORE} accuracy", _downstream_metric(DOWNSTREAM_SCORE),
+                        sorted(set(failed) | set(downstream_failed))))
+    for suffix, label, metric, metric_failed in metrics:
+        claims["attention_sharing_is_free" + suffix] = _judge(
+            results, "attention", "none", metric, metric_failed,
+            f"sharing the attention costs nothing ({label}: attention-shared >= not shared)")
+        claims["ffn_sharing_costs_most" + suffix] = _judge(
+            results, "attention", "ffn", metric, metric_failed,
+            f"most of the drop comes from the FFN ({label}: attention-shared > FFN-shared)")
+        claims["smaller_groups_are_better" + suffix] = _judge_ordering(
+            results, grouped_arms, [f"M={size}" for size in sizes], metric, metric_failed,
+            f"the smaller the group, the better ({label}: " + " > ".join(f"M={size}" for size in sizes) + ")")
+    downstream_header = "---|" * len(downstream_tasks)
+    table = "\n".join([
+        f"| share_type | paper params | paper downstream avg | our params | our held-out MLM acc "
+        f"| our held-out SOP acc |{columns} run |", "|---|---|---|---|---|---|" + downstream_header + "---|", *rows,
+        "", f"Grouped sharing, M layers per group (share_type=all, num_hidden_groups = L / M = {layers} / M); paper: "
+        f"{PAPER_GROUPS}. M=1 is the not-shared model and M={layers} the all-shared one: those rows reuse the finished "
+        "arms above rather than training them twice.", "",
+        f"| M (layers per group) | num_hidden_groups | arm | our params | our held-out MLM acc | our held-out SOP acc "
+        f"|{columns} run |", "|---|---|---|---|---|---|" + downstream_header + "---|", *group_rows])
+    if downstream_tasks:
+        table += "\n\nDownstream majority baselines (dev): " + ", ".join(
+            f"{task} {baselines[f'downstream/{task}']:.3f}" for task in downstream_tasks) + (
+            f". Claims judged on the downstream score use {DOWNSTREAM_SCORE}; with fewer than {MIN_SEEDS} seeds no "
+            "claim is judged.")
+    for arm in numbers.values():
+        del arm["cells"]
+    return {"name": NAME, "title": "Cross-layer sharing (paper Table 4)", "table": table,
+            "arms": numbers, "claims": claims,
+            "plot_metrics": [("masked_lm_accuracy", "masked_lm", "MLM accuracy"),
+                             ("sentence_order_accuracy", "sentence_order", "SOP accuracy")]
+            + [(f"downstream/{task}", f"downstream/{task}", f"{task} dev accuracy") for task in downstream_tasks]}

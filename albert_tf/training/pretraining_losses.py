@@ -19,7 +19,7 @@ def _sentence_order_example_losses(outputs, batch):
 
 
 def pretraining_loss(outputs, batch, sentence_loss_weight=1.0):
-    """Returns (total loss, {masked_lm_loss, sentence_order_loss}) for one (replica's) batch.
+    """Returns (total loss, {masked_lm_loss, masked_lm_accuracy, sentence_order_loss}) for one (replica's) batch.
 
     MLM = Σ(w·CE) / (Σw + 1e-5) over the predicted positions; SOP = mean CE; total = MLM + weight · SOP, the
     original's sum at the default weight 1. Weight 0 is the MLM-only objective (the paper's Table 5 "None"): the
@@ -30,8 +30,13 @@ def pretraining_loss(outputs, batch, sentence_loss_weight=1.0):
     masked_lm_loss = (tf.reduce_sum(weights * _masked_lm_example_losses(outputs, batch))
                       / (tf.reduce_sum(weights) + MLM_DENOMINATOR_EPSILON))
     sentence_order_loss = tf.reduce_mean(_sentence_order_example_losses(outputs, batch))
-    return masked_lm_loss + sentence_loss_weight * sentence_order_loss, {"masked_lm_loss": masked_lm_loss,
-                                                  "sentence_order_loss": sentence_order_loss}
+    # Not in the original's training log: the experiments' learning curves plot it (albert_tf/experiments).
+    masked_lm_correct = tf.cast(tf.equal(tf.argmax(outputs["mlm_logits"], -1, output_type=tf.int32),
+                                         tf.cast(batch["masked_lm_ids"], tf.int32)), tf.float32)
+    masked_lm_accuracy = tf.reduce_sum(weights * masked_lm_correct) / (tf.reduce_sum(weights) + MLM_DENOMINATOR_EPSILON)
+    return masked_lm_loss + sentence_loss_weight * sentence_order_loss, {
+        "masked_lm_loss": masked_lm_loss, "masked_lm_accuracy": masked_lm_accuracy,
+        "sentence_order_loss": sentence_order_loss}
 
 
 def pretraining_metric_sums(outputs, batch):

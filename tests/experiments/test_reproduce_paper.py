@@ -7,7 +7,7 @@ import os
 import pytest
 
 from albert_tf.experiments import dropout, speed
-from albert_tf.experiments.reproduce import EXPERIMENT_NAMES
+from albert_tf.experiments.reproduce import EXPERIMENT_NAMES, EXPERIMENTS
 from data_gen import corpora
 from tests.helpers import run_script
 
@@ -32,8 +32,11 @@ def test_smoke_budget_writes_every_table_plot_and_key_and_a_rerun_keeps_the_arms
                   "| dropout | paper downstream avg |", "## Speed and memory (paper Table 2)",
                   "| model | paper params | paper speedup |", "tiny shapes: the models' widths / 32"):
         assert title in report
+    assert "| 1 | 2 | none (the not-shared arm, reused) |" in report
+    assert "| 2 | 1 | all (the all-shared arm, reused) |" in report
     for plot in ("sharing_accuracy.png", "sop_vs_nsp_accuracy.png", "layer_transitions_curves.png",
-                 "embedding_size_mlm.png", "dropout_curves.png", "speed.png"):
+                 "embedding_size_mlm.png", "dropout_curves.png", "speed.png",
+                 *(f"{name}_learning_curves.png" for name in EXPERIMENTS)):
         assert os.path.getsize(os.path.join(output_dir, plot)) > 1000
     document = json.load(open(os.path.join(output_dir, "results.json"), encoding="utf-8"))
     assert set(document["arms"]) == ({f"sharing/{share_type}" for share_type in ("none", "attention", "ffn", "all")}
@@ -44,6 +47,8 @@ def test_smoke_budget_writes_every_table_plot_and_key_and_a_rerun_keeps_the_arms
                                      | {"dropout/dropout0", "dropout/dropout0.1"})
     for arm, seeds in document["arms"].items():
         assert set(seeds["seed0"]) >= {"parameters", "masked_lm_accuracy", "sentence_order_accuracy"}
+        if arm.startswith("sharing/"):
+            assert set(seeds["seed0"]) >= {"downstream/documents/accuracy", "downstream/documents/loss"}
         if arm.startswith("sop_vs_nsp/"):
             assert set(seeds["seed0"]) >= {"pure_sop/sentence_order_accuracy", "pure_nsp/sentence_order_accuracy",
                                            "pure_sop/masked_lm_accuracy"}
@@ -58,26 +63,30 @@ def test_smoke_budget_writes_every_table_plot_and_key_and_a_rerun_keeps_the_arms
     assert all(record["seq_per_s_median"] > 0 and record["parameter_mb"] > 0
                for record in document["measurements"].values())
     assert document["measurements"]["speed/bert-large"]["speedup"] == 1.0
-    assert set(document["claims"]) == {"sharing/attention_sharing_is_free", "sharing/ffn_sharing_costs_most",
+    assert set(document["claims"]) == {f"sharing/{claim}{suffix}" for suffix in ("", "_downstream") for claim in (
+                                           "attention_sharing_is_free", "ffn_sharing_costs_most",
+                                           "smaller_groups_are_better")} | {
                                        "sop_vs_nsp/nsp_does_not_solve_sop", "sop_vs_nsp/sop_solves_nsp",
                                        "layer_transitions/all_shared_is_smoother", "layer_transitions/no_fixed_point",
                                        "embedding_size/all_shared_best_at_budget_embedding_size",
                                        "embedding_size/not_shared_larger_is_better",
                                        "dropout/removing_dropout_helps", "speed/albert_large_is_faster",
                                        "speed/albert_xxlarge_is_slower"}
-    assert set(document["baselines"]) == {"masked_lm", "sentence_order", "masked_lm_pure", "sop_pure", "nsp_pure"}
+    assert set(document["baselines"]) == {"masked_lm", "sentence_order", "masked_lm_pure", "sop_pure", "nsp_pure",
+                                          "downstream/documents"}
     # A new experiment must add its checks here.
     assert set(EXPERIMENT_NAMES) == {"sharing", "sop_vs_nsp", "layer_transitions", "embedding_size", "dropout",
                                      "speed"}
 
     mtimes = _checkpoint_mtimes(output_dir)
-    # One checkpoint per arm, and the dropout arms keep one per curve point.
-    assert len([path for path in mtimes if path.endswith(".index")]) == 13 + 2 * dropout.CURVE_POINTS
+    # One checkpoint per arm (the dropout arms keep one per curve point) and per sharing arm's downstream run.
+    assert len([path for path in mtimes if path.endswith(".index")]) == 13 + 2 * dropout.CURVE_POINTS + 4
     speed_records = {path: os.path.getmtime(path) for path in glob.glob(os.path.join(output_dir, "speed", "*.json"))}
     assert len(speed_records) == len(speed.MODELS)
     rerun = run_script("reproduce_paper", *flags)
     assert rerun.returncode == 0, rerun.stderr[-3000:]
     assert "Arms: 15 finished and kept, 0 to run" in rerun.stderr
+    assert "Downstream runs: 4 finished and kept, 0 to run" in rerun.stderr
     assert _checkpoint_mtimes(output_dir) == mtimes
     assert {path: os.path.getmtime(path) for path in speed_records} == speed_records
 

@@ -3,20 +3,30 @@ import json
 import os
 
 import pytest
+import tensorflow as tf
 
 from albert_tf.experiments import layer_transitions, sharing, sop_vs_nsp
-from albert_tf.experiments.report import write_report
+from albert_tf.experiments.learning_curves import experiment_curves
+from albert_tf.experiments.report import report_text, write_report
 from albert_tf.experiments.reproduce import experiment_names
-from albert_tf.experiments.verdicts import judge_difference
+from albert_tf.experiments.verdicts import detectable_difference, judge_difference
+from albert_tf.models.sharing import build_sharing_plan
+from albert_tf.training.summaries import write_scalars
 
 BASELINES = {"masked_lm": 0.05, "sentence_order": 0.6, "masked_lm_pure": 0.05, "sop_pure": 0.5, "nsp_pure": 0.5}
 
 
-def _results(mlm_by_share_type, sop=0.8):
-    return {f"sharing/{share_type}/seed{seed}": {"parameters": 1000 + index, "eval": {
-                "masked_lm_accuracy": value, "sentence_order_accuracy": sop}}
-            for index, (share_type, values) in enumerate(mlm_by_share_type.items())
-            for seed, value in enumerate(values)}
+def _results(mlm_by_share_type, sop=0.8, layers=2, downstream=None):
+    """Made-up sharing results; `downstream` maps an arm to its per-seed documents accuracy."""
+    results = {}
+    for index, (share_type, values) in enumerate(mlm_by_share_type.items()):
+        for seed, value in enumerate(values):
+            result = {"parameters": 1000 + index, "config": {"num_hidden_layers": layers},
+                      "eval": {"masked_lm_accuracy": value, "sentence_order_accuracy": sop}}
+            if downstream:
+                result["downstream"] = {"documents": {"accuracy": downstream[share_type][seed], "loss": 1.0}}
+            results[f"sharing/{share_type}/seed{seed}"] = result
+    return results
 
 
 def test_a_difference_is_judged_against_the_larger_seed_spread():
@@ -26,8 +36,71 @@ def test_a_difference_is_judged_against_the_larger_seed_spread():
     noisy = judge_difference([0.30, 0.40, 0.20], [0.28, 0.29, 0.30], expect_positive=True)
     assert noisy["verdict"] == "inside the noise"
     assert noisy["spread"] == pytest.approx(0.1)
+    assert noisy["detectable_difference"] == pytest.approx(detectable_difference(0.1, 3))
     assert judge_difference([0.3, 0.4], [0.1, 0.2], expect_positive=True)["verdict"] == (
         "cannot be judged (2 seeds, 3 needed)")
+
+
+def test_the_detectable_difference_is_the_normal_closed_form():
+    # The issue's pilot: MLM accuracy seed SD 0.35 points, 3 seeds -> about 0.8 points at 80% power.
+    assert detectable_difference(0.35, 3) == pytest.approx(0.8006, abs=1e-4)
+    # (1.959964 + 0.841621) * sqrt(2 / 10) at sd 1, and 0.5 of that at sd 0.5.
+    assert detectable_difference(1.0, 10) == pytest.approx(1.25291, abs=1e-5)
+    assert detectable_difference(0.5, 10) == pytest.approx(1.25291 / 2, abs=1e-5)
+    assert detectable_difference(1.0, 3, power=0.5) == pytest.approx(1.959964 * (2 / 3) ** 0.5, abs=1e-5)
+    assert detectable_difference(1.0, 1) is None
+
+
+def test_grouped_sharing_maps_m_layers_per_group_to_num_hidden_groups_and_reuses_coinciding_arms():
+    model = dict(hidden_size=32, num_hidden_layers=12, num_attention_heads=2, intermediate_size=64)
+    arms = sharing.sharing_arms(model, vocab_size=100, seeds=[0, 1])
+    assert [arm.name for arm in arms[::2]] == ["none", "attention", "ffn", "all", "group2", "group6"]
+    assert all(arm.downstream for arm in arms)
+    for arm, size in ((arms[8], 2), (arms[10], 6)):
+        config = arm.config
+        assert (config.share_type, config.num_hidden_groups, config.inner_group_num) == ("all", 12 // size, 1)
+        # Layer l runs group l // M: runs of M consecutive layers share one block.
+        assert [config.group_of_layer(layer) for layer in range(12)] == [layer // size for layer in range(12)]
+        plan = build_sharing_plan(config)
+        assert len(plan.attention_keys) == len(plan.ffn_keys) == 12 // size
+    assert sharing.group_sizes(12) == [1, 2, 6, 12]
+    assert [sharing.grouped_arm_name(size, 4) for size in sharing.group_sizes(4)] == ["none", "group2", "all"]
+    assert sharing.group_sizes(2) == [1, 2]
+    with pytest.raises(ValueError, match="need an even num_hidden_layers; the budget's model has 3"):
+        sharing.sharing_arms({**model, "num_hidden_layers": 3}, vocab_size=100, seeds=[0])
+
+
+def test_sharing_judges_groups_and_the_downstream_score_and_fails_a_downstream_run_at_its_baseline():
+    mlm = {"none": [0.30, 0.31, 0.32], "attention": [0.30, 0.31, 0.32], "ffn": [0.20, 0.21, 0.22],
+           "all": [0.10, 0.11, 0.12], "group2": [0.20, 0.21, 0.22]}
+    downstream = {"none": [0.5, 0.5, 0.5], "attention": [0.5, 0.5, 0.5], "ffn": [0.4, 0.4, 0.4],
+                  "all": [0.3, 0.3, 0.3], "group2": [0.2, 0.25, 0.25]}
+    baselines = {**BASELINES, "downstream/documents": 0.25}
+    section = sharing.sharing_section(_results(mlm, layers=4, downstream=downstream), baselines)
+    claims = section["claims"]
+    assert claims["smaller_groups_are_better"]["verdict"] == "holds"
+    assert [pair["compared"] for pair in claims["smaller_groups_are_better"]["pairs"]] == [["none", "group2"],
+                                                                                        ["group2", "all"]]
+    assert "M=1 > M=2: +0.1000 (spread 0.0100, detectable at 80% power 0.0229) holds" in (
+        claims["smaller_groups_are_better"]["detail"])
+    assert claims["ffn_sharing_costs_most_downstream"]["verdict"] == "holds"
+    assert claims["ffn_sharing_costs_most_downstream"]["difference"] == pytest.approx(0.1)
+    # group2 reached its baseline on two seeds: a failed downstream run, so its downstream claim is not judged.
+    assert section["arms"]["group2"]["downstream_status"] == "failed: documents not above the majority baseline"
+    assert section["arms"]["group2"]["status"] == "ok"
+    assert claims["smaller_groups_are_better_downstream"]["verdict"] == "not judged: failed run(s) group2"
+    row = "| 1 | 4 | none (the not-shared arm, reused) | 1,000 | 0.310 ± 0.010 | 0.800 ± 0.000 | 0.500 ± 0.000 |"
+    assert row in section["table"]
+    assert "| 4 | 1 | all (the all-shared arm, reused) |" in section["table"]
+    assert "| 2 | 2 | group2 (trained) |" in section["table"]
+    assert "Downstream majority baselines (dev): documents 0.250" in section["table"]
+    downstream["attention"] = [0.7, 0.8, 0.6]
+    noisy = sharing.sharing_section(_results(mlm, layers=4, downstream=downstream), baselines)
+    assert noisy["claims"]["attention_sharing_is_free_downstream"]["verdict"] == "holds"
+    assert noisy["claims"]["ffn_sharing_costs_most_downstream"]["verdict"] == "holds"
+    downstream["ffn"] = [0.6, 0.7, 0.8]
+    mixed = sharing.sharing_section(_results(mlm, layers=4, downstream=downstream), baselines)
+    assert mixed["claims"]["ffn_sharing_costs_most_downstream"]["verdict"] == "inside the noise"
 
 
 def test_sharing_claims_use_mlm_means_and_skip_failed_arms():
@@ -44,16 +117,39 @@ def test_sharing_claims_use_mlm_means_and_skip_failed_arms():
     assert failed["claims"]["ffn_sharing_costs_most"]["verdict"] == "not judged: failed run(s) attention, ffn"
 
 
+def _write_training_curve(directory, accuracies):
+    with tf.summary.create_file_writer(str(directory / "train")).as_default():
+        for step, accuracy in enumerate(accuracies, start=1):
+            write_scalars({"masked_lm_accuracy": accuracy, "masked_lm_loss": 1 - accuracy}, step * 10)
+    return str(directory)
+
+
 def test_the_report_has_every_table_plot_and_results_key(tmp_path):
-    results = _results({"none": [0.2], "attention": [0.2], "ffn": [0.1], "all": [0.1]})
-    section = sharing.sharing_section(results, BASELINES)
-    paths = write_report(str(tmp_path), [section], results, scale="made up", baselines=BASELINES)
+    mlm = {"none": [0.2, 0.21, 0.25], "attention": [0.2, 0.2, 0.2], "ffn": [0.1, 0.1, 0.1], "all": [0.1, 0.1, 0.1]}
+    results = _results(mlm, downstream={arm: [0.5, 0.6, 0.7] for arm in mlm})
+    for seed, accuracies in enumerate(([0.1, 0.2], [0.2, 0.3], [0.3, 0.4])):
+        results[f"sharing/all/seed{seed}"]["directory"] = _write_training_curve(tmp_path / f"all{seed}", accuracies)
+    baselines = {**BASELINES, "downstream/documents": 0.25}
+    section = sharing.sharing_section(results, baselines)
+    paths = write_report(str(tmp_path), [section], results, scale="made up", baselines=baselines)
     report = open(paths["report"], encoding="utf-8").read()
-    assert "## Cross-layer sharing (paper Table 4)" in report and "cannot be judged (1 seed, 3 needed)" in report
+    assert "## Cross-layer sharing (paper Table 4)" in report
+    assert ("attention-shared >= not shared): **inside the noise** (difference -0.0200, seed spread 0.0265, "
+            "detectable at 80% power 0.0605)") in report
     assert os.path.getsize(tmp_path / "sharing_accuracy.png") > 1000
+    assert os.path.getsize(tmp_path / "sharing_learning_curves.png") > 1000
+    assert "![Cross-layer sharing (paper Table 4)](sharing_learning_curves.png)" in report
+    assert experiment_curves(results, "sharing") == {"all": {"steps": [10, 20],
+                                                             "masked_lm_accuracy": pytest.approx([0.2, 0.3]),
+                                                             "masked_lm_loss": pytest.approx([0.8, 0.7])}}
     document = json.load(open(paths["results"], encoding="utf-8"))
     assert document["arms"]["sharing/ffn"]["seed0"]["masked_lm_accuracy"] == 0.1
-    assert set(document["claims"]) == {"sharing/attention_sharing_is_free", "sharing/ffn_sharing_costs_most"}
+    assert document["arms"]["sharing/ffn"]["seed2"]["downstream/documents/accuracy"] == 0.7
+    assert set(document["claims"]) == {f"sharing/{claim}{suffix}" for suffix in ("", "_downstream") for claim in (
+        "attention_sharing_is_free", "ffn_sharing_costs_most", "smaller_groups_are_better")}
+    one_seed = _results({arm: [0.2] for arm in mlm})
+    assert "cannot be judged (1 seed, 3 needed)" in report_text([sharing.sharing_section(one_seed, BASELINES)],
+                                                                scale="made up", baselines=BASELINES)
 
 
 def test_unknown_experiments_are_named():

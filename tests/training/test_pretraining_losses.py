@@ -32,6 +32,17 @@ def test_loss_is_the_originals():
     np.testing.assert_allclose(total, mlm + sop, rtol=1e-6)
 
 
+def test_training_masked_lm_accuracy_counts_the_weighted_positions_only():
+    outputs, batch = make_case()
+    predicted = outputs["mlm_logits"].argmax(-1)
+    # Right at (0, 0), (1, 2) and at the unweighted (2, 3); wrong elsewhere: 2 of the 7 weighted positions.
+    batch["masked_lm_ids"] = (predicted + 1) % 11
+    for row, column in ((0, 0), (1, 2), (2, 3)):
+        batch["masked_lm_ids"][row, column] = predicted[row, column]
+    _, parts = pretraining_loss(outputs, batch)
+    np.testing.assert_allclose(parts["masked_lm_accuracy"], 2 / (7 + 1e-5), rtol=1e-6)
+
+
 def test_batch_without_predictions_does_not_divide_by_zero():
     outputs, batch = make_case()
     batch["masked_lm_weights"] = np.zeros_like(batch["masked_lm_weights"])

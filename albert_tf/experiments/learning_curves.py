@@ -1,0 +1,72 @@
+"""Learning curves of an experiment's arms: the training masked-LM accuracy and loss against step, read from the
+TensorBoard event files the pretraining task writes under each arm's train/ directory.
+
+The Trainer logs each training loop's mean metrics, and an arm's loop is a twentieth of its run
+(runner.CURVE_POINTS), so each point is the masked-LM accuracy and loss over the training batches since the
+previous point, not a held-out figure; the curve per arm is the mean over its seeds at each step.
+
+Example (it needs trained arms, so it is not run here):
+>>> curves = experiment_curves(results, "sharing")  # doctest: +SKIP
+>>> sorted(curves["all"])  # doctest: +SKIP
+['masked_lm_accuracy', 'masked_lm_loss', 'steps']
+"""
+
+import os
+from typing import Dict, List, Mapping
+
+import matplotlib
+import numpy as np
+
+from albert_tf.training.summaries import read_scalars
+
+matplotlib.use("Agg")  # files only: no display on the machines this runs on
+import matplotlib.pyplot as plt  # noqa: E402  (the backend must be chosen before pyplot is imported)
+
+CURVE_METRICS = (("masked_lm_accuracy", "training masked-LM accuracy (fraction of masked tokens)"),
+                 ("masked_lm_loss", "training masked-LM loss (nats per masked token)"))
+TRAIN_SUMMARY_DIR = "train"
+
+
+def read_learning_curve(arm_dir: str) -> Dict[str, Dict[int, float]]:
+    """{metric: {step: value}} of CURVE_METRICS in the arm's train/ event files; {} when it has none."""
+    summary_dir = os.path.join(arm_dir, TRAIN_SUMMARY_DIR)
+    if not os.path.isdir(summary_dir):
+        return {}
+    try:
+        return {metric: read_scalars(summary_dir, metric) for metric, _ in CURVE_METRICS}
+    except ValueError:
+        return {}
+
+
+def experiment_curves(results: Mapping[str, Mapping[str, object]], experiment: str) -> Dict[str, Dict[str, List]]:
+    """Per arm of `experiment` ({key: result} with each result's `directory`), the steps every seed logged and,
+    per metric, the mean over seeds at those steps."""
+    per_arm: Dict[str, List[Dict[str, Dict[int, float]]]] = {}
+    for key, result in sorted(results.items()):
+        found_experiment, arm, _ = key.split("/")
+        if found_experiment == experiment and result.get("directory"):
+            curve = read_learning_curve(result["directory"])
+            if curve:
+                per_arm.setdefault(arm, []).append(curve)
+    curves = {}
+    for arm, seeds in per_arm.items():
+        steps = sorted(set.intersection(*(set(seed[CURVE_METRICS[0][0]]) for seed in seeds)))
+        curves[arm] = {"steps": steps, **{metric: [float(np.mean([seed[metric][step] for seed in seeds]))
+                                                   for step in steps] for metric, _ in CURVE_METRICS}}
+    return curves
+
+
+def plot_learning_curves(curves: Mapping[str, Mapping[str, List]], title: str, path: str) -> str:
+    """One panel per metric of CURVE_METRICS against the training step, a line per arm."""
+    figure, axes = plt.subplots(1, len(CURVE_METRICS), figsize=(4 * len(CURVE_METRICS), 3.2))
+    for axis, (metric, label) in zip(axes, CURVE_METRICS):
+        for arm, curve in curves.items():
+            axis.plot(curve["steps"], curve[metric], marker=".", label=arm)
+        axis.set_xlabel("training step (optimizer updates)")
+        axis.set_ylabel(label, fontsize=7)
+        axis.legend(fontsize=7, title="arm (mean over seeds)", title_fontsize=7)
+    figure.suptitle(f"{title}: learning curves", fontsize=9)
+    figure.tight_layout()
+    figure.savefig(path, dpi=80)
+    plt.close(figure)
+    return path

@@ -1,0 +1,38 @@
+"""The held-out document classification set (data_gen/document_classification.py), read back as
+albert_tf.tasks.text_classification reads it."""
+import collections
+
+import pytest
+
+from data_gen import document_classification, labeled_text
+
+SCHEMA = labeled_text.LabeledTextSchema(text_field="sentence", label_field="label")
+
+
+def _write(path, documents):
+    path.write_text("".join("\n".join(sentences) + "\n\n" for sentences in documents), encoding="utf-8")
+    return str(path)
+
+
+def test_the_largest_documents_are_cut_to_equal_length_and_every_third_sentence_is_dev(tmp_path):
+    documents = [[f"Doc {d} sentence {s}." for s in range(size)] for d, size in enumerate((4, 9, 2, 7, 7, 5))]
+    documents[1][0] = 'Doc 1 sentence 0 says "quoted\tand tabbed".'
+    counts = document_classification.write_document_classification_set(
+        _write(tmp_path / "holdout.txt", documents), str(tmp_path / "set"), num_documents=3)
+    # The three largest are documents 1 (9), 3 and 4 (7, the first of the ties); each is cut to 7 sentences.
+    assert counts == {"documents": 3, "sentences_per_document": 7, "train": 15, "dev": 6}
+    train = labeled_text.read_examples(str(tmp_path / "set" / "train.tsv"), SCHEMA)
+    dev = labeled_text.read_examples(str(tmp_path / "set" / "dev.tsv"), SCHEMA)
+    assert train[0].text_a == 'Doc 1 sentence 0 says "quoted and tabbed".'
+    assert [example.text_a for example in dev[:2]] == ["Doc 1 sentence 2.", "Doc 1 sentence 5."]
+    assert {example.text_a.split(" sentence")[0] for example in train} == {"Doc 1", "Doc 3", "Doc 4"}
+    assert not {example.text_a for example in train} & {example.text_a for example in dev}
+    assert collections.Counter(example.label for example in dev) == {"0": 2, "1": 2, "2": 2}
+    assert labeled_text.collect_labels(train, SCHEMA) == ("0", "1", "2")
+
+
+def test_too_few_long_documents_is_one_sentence_error(tmp_path):
+    holdout = _write(tmp_path / "holdout.txt", [["One.", "Two.", "Three."], ["Only.", "Two."]])
+    with pytest.raises(ValueError, match=r"holdout.txt: the document classification set needs num_documents=2 "
+                                         r"\(at least 2\) documents of 3 or more sentences, and it has 1"):
+        document_classification.write_document_classification_set(holdout, str(tmp_path / "set"), num_documents=2)
