@@ -27,8 +27,10 @@ import collections
 import dataclasses
 import json
 import logging
+import os
+import tempfile
 import uuid
-from typing import Dict, Iterator, List, Optional, Sequence, Tuple
+from typing import BinaryIO, Dict, Iterator, List, Optional, Sequence, Tuple
 
 from albert_tf.tokenization import AlbertTokenizer
 from data_gen import create_pretraining_data as cpd
@@ -119,10 +121,15 @@ class _FragmentWriter:
 
     def _block_reader(self) -> cpd._BlockReader:
         if self._reader is None:
-            tokenizer = AlbertTokenizer(spm_model_file=self.job.spm_model_file, vocab_file=self.job.vocab_file,
-                                        do_lower_case=self.job.do_lower_case,
-                                        digit_comma_rule=self.job.digit_comma_rule)
-            self._reader = cpd._BlockReader(tokenizer, self.job.input_format, self.job.json_text_field)
+            with tempfile.TemporaryDirectory(prefix="albert_vocabulary_") as directory:
+                # The tokenizer reads a URL with tf.io.gfile, which a worker never imports: it reads a local copy,
+                # loaded whole, so the copy can go at once.
+                tokenizer = AlbertTokenizer(spm_model_file=_local_copy(self.job.spm_model_file, directory),
+                                            vocab_file=_local_copy(self.job.vocab_file, directory),
+                                            do_lower_case=self.job.do_lower_case,
+                                            digit_comma_rule=self.job.digit_comma_rule)
+            self._reader = cpd._BlockReader(tokenizer, self.job.input_format, self.job.json_text_field,
+                                            open_for_reading=_open_for_reading)
         return self._reader
 
 
@@ -219,6 +226,25 @@ def _prepare_fragment_directory(summary_file: str, settings: dict) -> str:
     FileSystems.mkdirs(fragment_directory)
     _write_atomically(marker, json.dumps(settings).encode())
     return fragment_directory
+
+
+def _open_for_reading(path: str) -> BinaryIO:
+    """A seekable binary handle through Beam's FileSystems; never decompressed, as block offsets are raw bytes."""
+    from apache_beam.io.filesystems import CompressionTypes, FileSystems
+
+    return FileSystems.open(path, compression_type=CompressionTypes.UNCOMPRESSED)
+
+
+def _local_copy(path: Optional[str], directory: str) -> Optional[str]:
+    """`path` itself when local, else a copy of it in the local `directory`, read through Beam's FileSystems."""
+    from apache_beam.io.filesystems import FileSystems
+
+    if path is None or FileSystems.get_scheme(path) is None:
+        return path
+    copy = os.path.join(directory, FileSystems.split(path)[1])
+    with _open_for_reading(path) as source, open(copy, "wb") as destination:
+        destination.write(source.read())
+    return copy
 
 
 def _read_counts(fragment_path: str) -> Optional[Dict[str, int]]:

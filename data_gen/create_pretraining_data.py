@@ -30,6 +30,7 @@ import contextlib
 import dataclasses
 import gc
 import hashlib
+import io
 import itertools
 import json
 import logging
@@ -41,10 +42,9 @@ import random
 import shutil
 import tempfile
 import time
-from typing import Dict, Iterable, Iterator, List, Optional, Sequence, Tuple, Union
+from typing import BinaryIO, Callable, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple, Union
 
-from albert_tf.tokenization import DEFAULT_DIGIT_COMMA_RULE, AlbertTokenizer, gfile_lines
-from data_gen import build_vocab
+from albert_tf.tokenization import DEFAULT_DIGIT_COMMA_RULE, AlbertTokenizer, gfile_lines, read_vocabulary_file
 from data_gen._instances import (FEATURE_NAMES, InstanceOptions, SpecialIds, TrainingInstance,
                                  create_instances_from_document, create_masked_lm_predictions,
                                  instance_to_example_bytes, is_start_piece_sentencepiece, is_start_piece_wordpiece,
@@ -59,6 +59,8 @@ INPUT_FORMATS = ("text", "jsonl", "tfds")
 DEFAULT_BLOCK_BYTES = 4 << 20
 _SHARD_SUFFIX = "-%05d-of-%05d"
 _SPOOL_PART_BYTES = 256 << 20
+# tf.io.gfile reads line by line slowly (a Python call per line), so the planner reads chunks and splits them.
+_READ_CHUNK_BYTES = 16 << 20
 _PROGRESS_SECONDS = 10.0
 # Below this many documents a block is too small a pool for the random segment B and the document shuffle.
 _FEW_DOCUMENTS_PER_BLOCK = 20
@@ -104,6 +106,33 @@ def summary_path_for(output_files: Sequence[str]) -> str:
     return base + ".summary.json"
 
 
+# Input and output paths are anything tf.io.gfile opens (local, gs://, s3://, hdfs://, ram://). The Beam
+# pipeline's workers, which never import TensorFlow, give the block reader Beam's FileSystems instead.
+
+def _gfile_open_for_reading(path: str) -> BinaryIO:
+    import tensorflow as tf
+
+    return tf.io.gfile.GFile(path, "rb")
+
+
+def _file_size(path: str) -> int:
+    import tensorflow as tf
+
+    return tf.io.gfile.stat(path).length
+
+
+def _lines(handle: BinaryIO) -> Iterator[bytes]:
+    """The lines of an open binary file, each with its b"\\n" (the last one maybe without), read in large chunks."""
+    rest = b""
+    while chunk := handle.read(_READ_CHUNK_BYTES):
+        data = rest + chunk
+        end = data.rfind(b"\n") + 1
+        rest = data[end:]
+        yield from io.BytesIO(data[:end])
+    if rest:
+        yield rest
+
+
 def _incomplete_path(path: str) -> str:
     # Hidden, so that globs over the shard names never pick up a half-written shard.
     directory, name = os.path.split(path)
@@ -134,7 +163,7 @@ class _Block:
 
 def _plan_blocks(input_files: Sequence[str], input_format: str, block_bytes: int, num_shards: int) -> List[_Block]:
     """Blocks of about `block_bytes` of text; smaller blocks when needed to give every shard at least one."""
-    total_bytes = sum(os.path.getsize(path) for path in input_files)
+    total_bytes = sum(_file_size(path) for path in input_files)
     budget = max(1, min(block_bytes, math.ceil(total_bytes / num_shards)))
     while True:
         blocks = _scan_blocks(input_files, input_format, budget)
@@ -159,8 +188,8 @@ def _scan_blocks(input_files: Sequence[str], input_format: str, budget: int) -> 
         segment_start, segment_line, offset, line_number = 0, 1, 0, 0
         file_documents = 0
         in_document = False
-        with open(path, "rb") as handle:
-            for line in handle:
+        with _gfile_open_for_reading(path) as handle:
+            for line in _lines(handle):
                 offset += len(line)
                 line_number += 1
                 if line_number % 1_000_000 == 0 and time.time() - last_log >= _PROGRESS_SECONDS:
@@ -209,12 +238,13 @@ class _BlockReader:
     tokenizer: AlbertTokenizer
     input_format: str
     json_text_field: str
+    open_for_reading: Callable[[str], BinaryIO] = _gfile_open_for_reading
     start_piece_cache: Dict[str, bool] = dataclasses.field(default_factory=dict)
 
     def read(self, block: _Block, stats: collections.Counter) -> List[List[List[int]]]:
         documents: List[List[List[int]]] = []
         for segment in block.segments:
-            with open(segment.path, "rb") as handle:
+            with self.open_for_reading(segment.path) as handle:
                 handle.seek(segment.start)
                 data = handle.read(segment.end - segment.start)
             if self.input_format == "text":
@@ -656,13 +686,29 @@ def _check_job_arguments(input_format: str, num_workers: int, block_bytes: int, 
 
 
 def _expand_input_files(input_files: Union[str, Sequence[str], None], input_format: str) -> List[str]:
+    """The comma list and/or globs as a sorted list of distinct files, globbed with tf.io.gfile as the original."""
+    import tensorflow as tf
+
     if not input_files:
         raise ValueError(f"--input_format={input_format} needs --input_file.")
-    input_files = build_vocab.expand_input_files(input_files, "--input_file")
-    for path in input_files:
-        if os.path.getsize(path) == 0:
+    patterns = input_files.split(",") if isinstance(input_files, str) else input_files
+    files = []
+    for pattern in filter(None, (pattern.strip() for pattern in patterns)):
+        matches = tf.io.gfile.glob(pattern)
+        if not matches:
+            raise FileNotFoundError(f"--input_file: no file matches {pattern!r}.")
+        files.extend(matches)
+    if not files:
+        raise FileNotFoundError("--input_file names no input files.")
+    files = sorted(set(files))
+    for path in files:
+        status = tf.io.gfile.stat(path)
+        if status.is_directory:
+            raise ValueError(f"--input_file matches the directory {path!r}; name the files in it, e.g. "
+                             f"{path.rstrip('/')}/*.txt.")
+        if status.length == 0:
             raise ValueError(f"Input file {path!r} is empty.")
-    return input_files
+    return files
 
 
 def _write_pending_shards(context: _WorkerContext, input_files: Sequence[str], output_files: Sequence[str],
@@ -819,11 +865,10 @@ class _Progress:
 
 def _settings(input_files, input_format, json_text_field, tfds_name, tfds_split, tfds_text_feature,
               tokenizer: AlbertTokenizer, options: InstanceOptions, random_seed, block_bytes, output_files) -> dict:
-    with open(tokenizer.source, "rb") as handle:
-        vocabulary_sha256 = hashlib.sha256(handle.read()).hexdigest()
+    vocabulary_sha256 = hashlib.sha256(read_vocabulary_file(tokenizer.source)).hexdigest()
     source = ({"tfds_name": tfds_name, "tfds_split": tfds_split, "tfds_text_feature": tfds_text_feature}
               if input_format == "tfds" else
-              {"input_files": [[path, os.path.getsize(path)] for path in input_files],
+              {"input_files": [[path, _file_size(path)] for path in input_files],
                "json_text_field": json_text_field if input_format == "jsonl" else None})
     return {"input_format": input_format, **source,
             "tokenizer": {"file": tokenizer.source, "sha256": vocabulary_sha256,

@@ -1,8 +1,11 @@
-"""data_gen.beam_pipeline: the Beam pipeline writes the local run's bytes, resumes, and refuses bad options."""
+"""data_gen.beam_pipeline: the Beam pipeline writes the local run's bytes, resumes, reads and writes any filesystem,
+and refuses bad options."""
 import json
 import os
+import time
 
 import pytest
+import tensorflow as tf
 
 from data_gen import beam_pipeline
 from data_gen import create_pretraining_data as cpd
@@ -10,6 +13,7 @@ from tests.helpers import REPO_ROOT, run_script, write_corpus
 
 # tests/conftest.py appends .venv/beam to this process's path; `make test` installs it.
 pytest.importorskip("apache_beam", reason="the beam extra is not installed: run `make beam`")
+from apache_beam.io.filesystem import FileMetadata, FileSystem  # noqa: E402 (after the skip)
 # The Beam processes put the extra first, as a user's environment with `pip install .[beam]` would have it.
 BEAM_ENVIRONMENT = {"PYTHONPATH": os.pathsep.join([os.path.join(REPO_ROOT, ".venv", "beam"), REPO_ROOT])}
 # FnApiRunner: what DirectRunner falls back to, without first trying to download the Prism runner.
@@ -107,6 +111,95 @@ def test_retried_fragments_and_assembly_keep_the_bytes(tmp_path, corpus_file, sp
             beam_pipeline._ShardAssembler(job)((shard, ([shard_blocks[shard]], list(reversed(fragments)))))
     assert [_read(path) for path in outputs] == local_shards
     assert not [name for name in os.listdir(tmp_path) if name.endswith(".incomplete")]
+
+
+class _TensorFlowRamFileSystem(FileSystem):
+    """Beam's FileSystems for ram://, over tf.io.gfile's in-memory filesystem: the launcher (tf.io.gfile) and the
+    in-memory runner's workers (Beam's FileSystems) see the same files, and a local-only call (open, os.path)
+    on a ram:// path fails. Defining the class registers the scheme with Beam; `opened` lists what it read."""
+
+    opened = []
+
+    @classmethod
+    def scheme(cls):
+        return "ram"
+
+    def join(self, basepath, *paths):
+        return "/".join([basepath.rstrip("/"), *paths])
+
+    def split(self, path):
+        directory, _, name = path.rpartition("/")
+        return directory, name
+
+    def mkdirs(self, path):
+        tf.io.gfile.makedirs(path)
+
+    def has_dirs(self):
+        return True
+
+    def _list(self, dir_or_prefix):
+        raise NotImplementedError("the pipeline never lists a directory")
+
+    def create(self, path, mime_type=None, compression_type=None):
+        return tf.io.gfile.GFile(path, "wb")
+
+    def open(self, path, mime_type=None, compression_type=None):
+        self.opened.append(path)
+        return tf.io.gfile.GFile(path, "rb")
+
+    def copy(self, source_file_names, destination_file_names):
+        for source, destination in zip(source_file_names, destination_file_names):
+            tf.io.gfile.copy(source, destination, overwrite=True)
+
+    def rename(self, source_file_names, destination_file_names):
+        for source, destination in zip(source_file_names, destination_file_names):
+            tf.io.gfile.rename(source, destination, overwrite=True)
+
+    def exists(self, path):
+        return tf.io.gfile.exists(path)
+
+    def size(self, path):
+        return tf.io.gfile.stat(path).length
+
+    def last_updated(self, path):
+        return tf.io.gfile.stat(path).mtime_nsec / 1e9
+
+    def metadata(self, path):
+        return FileMetadata(path, self.size(path), self.last_updated(path))
+
+    def delete(self, paths):
+        for path in paths:
+            (tf.io.gfile.rmtree if tf.io.gfile.isdir(path) else tf.io.gfile.remove)(path)
+
+
+def test_beam_reads_and_writes_through_filesystems_only(corpus_file, spm_model_file, local_run):
+    """Input, vocabulary, fragments and shards on ram://, which only tf.io.gfile and Beam's FileSystems open."""
+    local_shards, local_summary = local_run
+    root = f"ram://beam_paths_{os.getpid()}_{time.time_ns()}"
+    tf.io.gfile.makedirs(f"{root}/corpus")
+    tf.io.gfile.copy(corpus_file, f"{root}/corpus/part-0.txt")
+    tf.io.gfile.copy(spm_model_file, f"{root}/spm.model")
+    outputs = cpd.output_shard_paths(f"{root}/out/train.tfrecord", NUM_SHARDS)
+    try:
+        summary = cpd.create_pretraining_data(f"{root}/corpus/*.txt", outputs, f"{root}/spm.model",
+                                              beam_pipeline_options=IN_MEMORY, **JOB)
+        assert [_gfile_read(path) for path in outputs] == local_shards
+        # The workers read the input and the vocabulary through Beam's FileSystems, not tf.io.gfile.
+        assert {f"{root}/corpus/part-0.txt", f"{root}/spm.model"} <= set(_TensorFlowRamFileSystem.opened)
+        settings, local_settings = summary["settings"], local_summary["settings"]
+        assert settings["tokenizer"]["sha256"] == local_settings["tokenizer"]["sha256"]
+        assert settings["input_files"] == [[f"{root}/corpus/part-0.txt", os.path.getsize(corpus_file)]]
+        _same_summaries(summary, local_summary | {"settings": local_settings | {
+            "input_files": settings["input_files"], "tokenizer": settings["tokenizer"]}})
+        assert sorted(tf.io.gfile.listdir(f"{root}/out")) == sorted(
+            os.path.basename(path) for path in outputs) + ["train.tfrecord.summary.json"]
+    finally:
+        tf.io.gfile.rmtree(root)
+
+
+def _gfile_read(path):
+    with tf.io.gfile.GFile(path, "rb") as handle:
+        return handle.read()
 
 
 def test_num_workers_with_beam_options_is_refused(tmp_path, corpus_file, spm_model_file):

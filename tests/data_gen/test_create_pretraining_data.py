@@ -467,6 +467,33 @@ def test_interrupted_job_resumes_to_the_same_bytes(tmp_path, corpus_file, spm_mo
         "train.tfrecord.summary.json"]
 
 
+def test_ram_filesystem_paths_give_the_local_bytes_and_resume(tmp_path, corpus_file, spm_model_file):
+    """Input, vocabulary, shards and summary on tf.io.gfile's in-memory filesystem (as on gs://): the local bytes."""
+    local, local_summary = _run(corpus_file, spm_model_file, str(tmp_path), num_workers=2)
+    root = f"ram://cloud_paths_{os.getpid()}_{time.time_ns()}"
+    tf.io.gfile.makedirs(f"{root}/corpus")
+    tf.io.gfile.copy(corpus_file, f"{root}/corpus/part-0.txt")
+    tf.io.gfile.copy(spm_model_file, f"{root}/spm.model")
+    try:
+        remote, summary = _run(f"{root}/corpus/*.txt", f"{root}/spm.model", f"{root}/out", num_workers=2)
+        assert [_gfile_contents(path) for path in remote] == _contents(local)
+        assert summary["totals"] == local_summary["totals"]
+        assert summary["settings"]["input_files"] == [[f"{root}/corpus/part-0.txt", os.path.getsize(corpus_file)]]
+        assert sorted(tf.io.gfile.listdir(f"{root}/out")) == sorted(
+            os.path.basename(path) for path in remote) + ["train.tfrecord.summary.json"]
+        tf.io.gfile.remove(remote[1])
+        _, resumed = _run(f"{root}/corpus/*.txt", f"{root}/spm.model", f"{root}/out", num_workers=1)
+        assert [_gfile_contents(path) for path in remote] == _contents(local)
+        assert resumed["totals"] == local_summary["totals"] and resumed["complete"]
+    finally:
+        tf.io.gfile.rmtree(root)
+
+
+def _gfile_contents(path):
+    with tf.io.gfile.GFile(path, "rb") as handle:
+        return handle.read()
+
+
 def test_rerun_with_other_settings_is_refused(tmp_path, corpus_file, spm_model_file):
     _run(corpus_file, spm_model_file, str(tmp_path), num_workers=1)
     with pytest.raises(ValueError, match="random_seed"):
