@@ -1,4 +1,6 @@
 import json
+import logging
+import os
 import signal
 import subprocess
 import sys
@@ -9,7 +11,7 @@ import pytest
 import tensorflow as tf
 
 from albert_tf import AlbertPretrainer
-from albert_tf.tasks.pretraining import Pretraining, PretrainingOptions
+from albert_tf.tasks.pretraining import Pretraining, PretrainingOptions, run_pretraining
 from albert_tf.training.pretraining_losses import pretraining_loss
 from data_gen.pretraining_input import pretraining_dataset_fn
 from tests import helpers
@@ -74,6 +76,33 @@ def test_loss_falls_and_evaluation_writes_results(records, tmp_path):
     assert tf.io.gfile.glob(str(tmp_path / "best" / "ckpt-best.index"))
     assert (tmp_path / "best" / "albert_config.json").read_text() == (tmp_path / "albert_config.json").read_text()
     assert tf.io.gfile.glob(str(tmp_path / "eval" / "events.out.tfevents.*"))
+
+
+@pytest.mark.slow
+def test_input_and_output_on_the_ram_filesystem(records, caplog):
+    """Shards read and a run written through tf.io.gfile alone (ram:// stands in for gs://): train, then resume."""
+    root = f"ram://pretraining_{os.getpid()}_{time.time_ns()}"
+    tf.io.gfile.makedirs(f"{root}/data")
+    tf.io.gfile.copy(str(records / "train.tfrecord"), f"{root}/data/train.tfrecord-00000")
+    run_options = dict(output_dir=f"{root}/run", input_file=f"{root}/data/train.tfrecord-*", do_train=True,
+                       train_batch_size=8, eval_batch_size=8, num_warmup_steps=0, save_checkpoints_steps=1,
+                       max_eval_steps=1)
+    try:
+        # Evaluation only in the second run: ram:// appends to a file opened again for writing (TF 2.21).
+        results = run_pretraining(tiny_config(), options(**run_options, num_train_steps=1, do_eval=False))
+        assert results["train"]["step"] == 1
+        with caplog.at_level(logging.INFO):
+            results = run_pretraining(tiny_config(), options(**run_options, num_train_steps=2, do_eval=True))
+        assert "Training from step 1 to 2" in caplog.text
+        assert results["train"]["step"] == 2 and results["eval"]["global_step"] == 2
+        assert tf.train.latest_checkpoint(f"{root}/run") == f"{root}/run/ckpt-2"
+        with tf.io.gfile.GFile(f"{root}/run/eval_results.json") as handle:
+            assert json.load(handle) == results["eval"]
+        assert tf.io.gfile.exists(f"{root}/run/best/ckpt-best.index")
+        assert tf.io.gfile.glob(f"{root}/run/train/events.out.tfevents.*")
+        assert tf.io.gfile.glob(f"{root}/run/eval/events.out.tfevents.*")
+    finally:
+        tf.io.gfile.rmtree(root)
 
 
 def test_output_dir_with_another_config_is_refused(records, tmp_path):
