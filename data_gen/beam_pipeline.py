@@ -30,7 +30,7 @@ import logging
 import os
 import tempfile
 import uuid
-from typing import BinaryIO, Dict, Iterator, List, Optional, Sequence, Tuple
+from typing import BinaryIO, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple
 
 from albert_tf.tokenization import AlbertTokenizer
 from data_gen import create_pretraining_data as cpd
@@ -115,8 +115,9 @@ class _FragmentWriter:
                 records = cpd._generate_pass_records(documents, block.index, dupe_pass, self.job.options,
                                                      self.job.special_ids, self.job.random_seed, stats)
                 counts = dict(stats)
-                _write_atomically(_counts_path(path), json.dumps(counts).encode())
-                _write_atomically(path, b"".join(tfrecord_framing.frame_record(record) for record in records))
+                _write_atomically(_counts_path(path), [json.dumps(counts).encode()])
+                # Framed one by one into the file: joined first, the pass's records would be in memory twice.
+                _write_atomically(path, map(tfrecord_framing.frame_record, records))
             yield shard, (dupe_pass, block.index, counts)
 
     def _block_reader(self) -> cpd._BlockReader:
@@ -155,7 +156,7 @@ class _ShardAssembler:
         for task in expected:
             stats.update(by_task[task])
         _write_atomically(self.job.shard_counts_path(shard),
-                          json.dumps(cpd._shard_summary(path, blocks, stats)).encode())
+                          [json.dumps(cpd._shard_summary(path, blocks, stats)).encode()])
         if FileSystems.exists(path):
             return  # a retried assembly: the shard was renamed into place with these bytes
         temporary = _temporary_path(path)
@@ -224,7 +225,7 @@ def _prepare_fragment_directory(summary_file: str, settings: dict) -> str:
     if FileSystems.exists(fragment_directory):
         FileSystems.delete([fragment_directory])
     FileSystems.mkdirs(fragment_directory)
-    _write_atomically(marker, json.dumps(settings).encode())
+    _write_atomically(marker, [json.dumps(settings).encode()])
     return fragment_directory
 
 
@@ -261,12 +262,13 @@ def _counts_path(fragment_path: str) -> str:
     return fragment_path[:-len(".tfrecord")] + ".json"
 
 
-def _write_atomically(path: str, data: bytes) -> None:
+def _write_atomically(path: str, chunks: Iterable[bytes]) -> None:
     from apache_beam.io.filesystems import CompressionTypes, FileSystems
 
     temporary = _temporary_path(path)
     with FileSystems.create(temporary, compression_type=CompressionTypes.UNCOMPRESSED) as handle:
-        handle.write(data)
+        for chunk in chunks:
+            handle.write(chunk)
     FileSystems.rename([temporary], [path])
 
 

@@ -17,13 +17,18 @@ REPOSITORY_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspat
 class ChildRun:
     """What a child process reported, and its peak memory where it was sampled (else None).
 
-    `peak_pss_bytes` is the proportional set size summed over the child and its descendants (shared pages
-    counted once), `peak_rss_bytes` the resident size of the child itself.
+    `peak_pss_bytes` is the proportional set size summed over the child and its descendants: a page shared by
+    n processes counts 1/n, so it falls when other processes on the machine map the same libraries (every
+    process that imports TensorFlow shares its hundreds of MB of code). `peak_uss_bytes` sums their private
+    pages (the heap; no shared page counts), which nothing outside changes. `peak_rss_bytes` is the resident
+    size of the child itself, `peak_descendant_rss_bytes` that of its largest descendant (a worker).
     """
 
     record: dict
     peak_pss_bytes: Optional[int] = None
     peak_rss_bytes: Optional[int] = None
+    peak_uss_bytes: Optional[int] = None
+    peak_descendant_rss_bytes: Optional[int] = None
 
 
 def run_python_child(arguments: Sequence[str], marker: str, failure: str, timeout_seconds: Optional[float] = None,
@@ -71,27 +76,35 @@ def run_python_child(arguments: Sequence[str], marker: str, failure: str, timeou
     record = json.loads(lines[-1][len(marker):])
     if memory is None:
         return ChildRun(record)
-    return ChildRun(record, peak_pss_bytes=memory.pss_bytes, peak_rss_bytes=memory.rss_bytes)
+    return ChildRun(record, peak_pss_bytes=memory.pss_bytes, peak_rss_bytes=memory.rss_bytes,
+                    peak_uss_bytes=memory.uss_bytes, peak_descendant_rss_bytes=memory.descendant_rss_bytes)
 
 
 class _PeakMemory:
-    """The peak PSS of a process and its descendants together, and the peak RSS of the process, over samples."""
+    """Over samples: the peak PSS and USS of a process and its descendants together, the peak RSS of the process
+    and the peak RSS of its largest descendant."""
 
     def __init__(self, pid: int):
         self._process = psutil.Process(pid)
-        self.pss_bytes = self.rss_bytes = 0
+        self.pss_bytes = self.uss_bytes = self.rss_bytes = self.descendant_rss_bytes = 0
 
     def sample(self):
         try:
-            processes = [self._process] + self._process.children(recursive=True)
-            self.rss_bytes = max(self.rss_bytes, self._process.memory_info().rss)
-            self.pss_bytes = max(self.pss_bytes, sum(_pss(member) for member in processes))
+            descendants = self._process.children(recursive=True)
         except psutil.NoSuchProcess:
-            pass
+            return
+        main = _memory(self._process)
+        if main is None:
+            return
+        of_descendants = [info for info in map(_memory, descendants) if info is not None]
+        self.rss_bytes = max(self.rss_bytes, main.rss)
+        self.pss_bytes = max(self.pss_bytes, main.pss + sum(info.pss for info in of_descendants))
+        self.uss_bytes = max(self.uss_bytes, main.uss + sum(info.uss for info in of_descendants))
+        self.descendant_rss_bytes = max([self.descendant_rss_bytes] + [info.rss for info in of_descendants])
 
 
-def _pss(process) -> int:
+def _memory(process):
     try:
-        return process.memory_full_info().pss
+        return process.memory_full_info()
     except (psutil.NoSuchProcess, psutil.AccessDenied):
-        return 0
+        return None

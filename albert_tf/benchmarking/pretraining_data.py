@@ -58,8 +58,10 @@ def measure_throughput(input_files: Union[str, Sequence[str]], output_dir: str, 
                        **generation_arguments) -> dict:
     """Runs `create_pretraining_data` in a child process; returns its rate and the peak memory of its processes.
 
-    Peak memory is sampled every `poll_seconds`: `peak_pss_bytes` is the proportional set size summed over the
-    child and its workers (shared pages counted once), `peak_main_rss_bytes` the resident size of the child.
+    Peak memory is sampled every `poll_seconds` (`child_process.ChildRun`): `peak_pss_bytes` is the proportional
+    set size summed over the child and its workers, which falls as other processes on the machine import
+    TensorFlow; `peak_uss_bytes` their private memory, which does not; `peak_main_rss_bytes` the resident size
+    of the child (the launcher) and `peak_worker_rss_bytes` that of its largest worker (None without workers).
     Rates exclude the child's start-up (importing TensorFlow). `num_workers` (default 1) are local worker
     processes; with `beam_pipeline_options` among the generation arguments the Beam pipeline runs instead, its
     workers counted in the peak PSS, and the per-worker rate is None (the runner chooses its workers).
@@ -80,7 +82,10 @@ def measure_throughput(input_files: Union[str, Sequence[str]], output_dir: str, 
     result = child.record
     instances, seconds = result["totals"]["instances"], result["seconds"]
     local_workers = None if generation_arguments.get("beam_pipeline_options") else num_workers or 1
-    return {"instances": instances, "documents": result["totals"]["documents"], "seconds": seconds,
+    return {"instances": instances, "documents": result["totals"]["documents"], "blocks": result["totals"]["blocks"],
+            "seconds": seconds,
             "num_workers": local_workers, "instances_per_second": instances / seconds,
             "instances_per_second_per_worker": instances / seconds / local_workers if local_workers else None,
-            "peak_pss_bytes": child.peak_pss_bytes, "peak_main_rss_bytes": child.peak_rss_bytes}
+            "peak_pss_bytes": child.peak_pss_bytes, "peak_uss_bytes": child.peak_uss_bytes,
+            "peak_main_rss_bytes": child.peak_rss_bytes,
+            "peak_worker_rss_bytes": child.peak_descendant_rss_bytes or None}
