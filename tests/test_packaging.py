@@ -1,17 +1,21 @@
-"""pyproject.toml: `pip install .` gives packages that run as `python -m run_scripts.<name>` from anywhere."""
+"""pyproject.toml: `pip install .` gives packages that run as `python -m run_scripts.<name>` from anywhere, and
+Beam's --setup_file stages them for its workers."""
+import glob
 import os
 import shutil
 import subprocess
 import sys
 import sysconfig
+import tarfile
 import tomllib
 
 import pytest
 
 from tests.helpers import REPO_ROOT
 
-_SOURCE_FILES = ("pyproject.toml", "MANIFEST.in", "README.md", "requirements.txt", "requirements-beam.txt",
-                 "albert_tf", "data_gen", "run_scripts")
+_SOURCE_FILES = ("pyproject.toml", "setup.py", "MANIFEST.in", "README.md", "requirements.txt",
+                 "requirements-beam.txt", "albert_tf", "data_gen", "run_scripts")
+BEAM_PACKAGES = os.path.join(REPO_ROOT, ".venv", "beam")
 
 
 def _run(*arguments, cwd):
@@ -32,12 +36,7 @@ def test_installed_package_runs_a_script_from_another_directory(tmp_path):
     site_packages = _run(python, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])", cwd=tmp_path)
     with open(os.path.join(site_packages.stdout.strip(), "albert_tf_test_dependencies.pth"), "w") as handle:
         handle.write(sysconfig.get_paths()["purelib"] + "\n")
-    # From a copy of what an sdist holds, so that the build leaves nothing (build/, *.egg-info) in the checkout.
-    source = tmp_path / "source"
-    source.mkdir()
-    for name in _SOURCE_FILES:
-        copy = shutil.copytree if os.path.isdir(os.path.join(REPO_ROOT, name)) else shutil.copy
-        copy(os.path.join(REPO_ROOT, name), source / name)
+    source = _copy_of_the_sources(tmp_path)
     installed = _run(python, "-m", "pip", "install", "--quiet", "--no-deps", "--no-index", "--no-build-isolation",
                      str(source), cwd=tmp_path)
     assert installed.returncode == 0, installed.stderr
@@ -72,3 +71,53 @@ def test_every_script_has_its_console_command():
             scripts.append(name[:-len(".py")])
     assert "create_pretraining_data" in scripts
     assert commands == {f"albert-{name.replace('_', '-')}": "run_scripts.entry:run_console_script" for name in scripts}
+
+
+def _copy_of_the_sources(tmp_path):
+    """What an sdist holds, copied, so that a build leaves nothing (build/, *.egg-info) in the checkout."""
+    source = tmp_path / "source"
+    source.mkdir()
+    for name in _SOURCE_FILES:
+        copy = shutil.copytree if os.path.isdir(os.path.join(REPO_ROOT, name)) else shutil.copy
+        copy(os.path.join(REPO_ROOT, name), source / name, **({"ignore": shutil.ignore_patterns("__pycache__")}
+                                                               if copy is shutil.copytree else {}))
+    return source
+
+
+@pytest.mark.slow
+def test_beams_setup_file_staging_builds_the_sdist_its_workers_install(tmp_path):
+    """Beam's own staging code (what DataflowRunner runs for setup_file=.../setup.py), without the `build` package;
+    the sdist installs and gives a worker what it imports, without TensorFlow."""
+    if not os.path.isdir(os.path.join(BEAM_PACKAGES, "apache_beam")):
+        pytest.skip("the beam extra is not installed: run `make beam`")
+    source = _copy_of_the_sources(tmp_path)
+    staging = tmp_path / "staging"
+    staging.mkdir()
+    stage = ("import sys\n"
+             "from apache_beam.runners.portability.stager import Stager\n"
+             "print(Stager._build_setup_package(sys.argv[1], sys.argv[2]))\n")
+    staged = subprocess.run([sys.executable, "-c", stage, str(source / "setup.py"), str(staging)], cwd=tmp_path,
+                            capture_output=True, text=True, timeout=300,
+                            env={**os.environ, "PYTHONPATH": BEAM_PACKAGES})
+    assert staged.returncode == 0, staged.stderr[-3000:]
+    sdist = staged.stdout.strip().splitlines()[-1]
+    assert glob.glob(str(staging / "*.tar.gz")) == [sdist]
+    with tarfile.open(sdist) as archive:
+        names = {name.split("/", 1)[1] for name in archive.getnames() if "/" in name}
+    for needed in ("setup.py", "pyproject.toml", "requirements.txt", "requirements-beam.txt", "albert_tf/__init__.py",
+                   "albert_tf/tokenization.py", "data_gen/beam_pipeline.py", "data_gen/create_pretraining_data.py",
+                   "data_gen/_instances.py", "data_gen/tfrecord_framing.py", "run_scripts/create_pretraining_data.py"):
+        assert needed in names, f"{needed} is missing from the sdist {sdist}"
+    assert not [name for name in names if name.startswith("tests/")]
+
+    target = tmp_path / "worker"
+    installed = _run(sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--no-index",
+                     "--no-build-isolation", "--target", str(target), sdist, cwd=tmp_path)
+    assert installed.returncode == 0, installed.stderr
+    worker = ("import sys, data_gen.beam_pipeline, data_gen.tfrecord_framing\n"
+              "print(data_gen.beam_pipeline.__file__, 'tensorflow' in sys.modules)\n")
+    worker_path = os.pathsep.join([str(target), BEAM_PACKAGES])
+    imported = subprocess.run([sys.executable, "-c", worker], cwd=tmp_path, capture_output=True, text=True,
+                              timeout=300, env={**os.environ, "PYTHONPATH": worker_path})
+    assert imported.returncode == 0, imported.stderr[-3000:]
+    assert imported.stdout.split() == [str(target / "data_gen" / "beam_pipeline.py"), "False"]

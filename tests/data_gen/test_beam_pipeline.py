@@ -209,6 +209,33 @@ def test_num_workers_with_beam_options_is_refused(tmp_path, corpus_file, spm_mod
     assert not os.listdir(tmp_path)
 
 
+def _readme_dataflow_options():
+    """The README's Dataflow --beam_pipeline_options values, their shell line continuations joined."""
+    with open(os.path.join(REPO_ROOT, "README.md"), encoding="utf-8") as handle:
+        text = handle.read().replace("\\\n", "")
+    prefix = '--beam_pipeline_options="runner=DataflowRunner'
+    return [line[len('--beam_pipeline_options="'):line.index('"', len(prefix))]
+            for line in text.splitlines() if line.startswith(prefix)]
+
+
+def test_the_readmes_dataflow_options_are_beam_options():
+    from apache_beam.options.pipeline_options import GoogleCloudOptions, PipelineOptions, SetupOptions, StandardOptions
+
+    setup_file, extra_package = _readme_dataflow_options()
+    for value in (setup_file, extra_package):
+        options = PipelineOptions(beam_pipeline.pipeline_arguments(value))
+        assert options.view_as(StandardOptions).runner == "DataflowRunner"
+        cloud = options.view_as(GoogleCloudOptions)
+        assert (cloud.project, cloud.region, cloud.temp_location) == ("MY_PROJECT", "us-central1",
+                                                                        "gs://MY_BUCKET/tmp")
+        # Beam keeps a misspelt option as one of its own names, unknown to every options class.
+        assert set(options.get_all_options(retain_unknown_options=True)) == set(options.get_all_options())
+    assert PipelineOptions(beam_pipeline.pipeline_arguments(setup_file)).view_as(
+        SetupOptions).setup_file == "/path/to/albert-tf/setup.py"
+    assert PipelineOptions(beam_pipeline.pipeline_arguments(extra_package)).view_as(
+        SetupOptions).extra_packages == ["dist/albert_tf-0.1.0.tar.gz"]
+
+
 @pytest.mark.parametrize("options, message", [
     ("runner=FnApiRunner,,direct_num_workers=2", "has an empty item"),
     ("--runner=FnApiRunner", "starts with a dash"),
