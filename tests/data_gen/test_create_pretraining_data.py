@@ -1,5 +1,6 @@
 """Pretraining instances: the original's semantics, the record format, determinism, resuming, bad input."""
 import collections
+import io
 import json
 import logging
 import multiprocessing.pool
@@ -487,6 +488,20 @@ def test_ram_filesystem_paths_give_the_local_bytes_and_resume(tmp_path, corpus_f
         assert resumed["totals"] == local_summary["totals"] and resumed["complete"]
     finally:
         tf.io.gfile.rmtree(root)
+
+
+@pytest.mark.parametrize("data", [b"", b"x", b"\n", b"a\nbb\r\n\n\nccc", b"abc\n" * 5, b"one long line, no end"])
+def test_chunked_lines_are_the_files_lines(monkeypatch, data):
+    monkeypatch.setattr(cpd, "_READ_CHUNK_BYTES", 3)  # lines cross chunk boundaries, and chunks hold no line end
+    assert list(cpd._lines(io.BytesIO(data))) == list(io.BytesIO(data))
+
+
+def test_blocks_do_not_depend_on_the_read_chunk(monkeypatch, corpus_file):
+    blocks = cpd._plan_blocks([corpus_file], "text", 4096, 3)
+    monkeypatch.setattr(cpd, "_READ_CHUNK_BYTES", 7)
+    assert cpd._plan_blocks([corpus_file], "text", 4096, 3) == blocks
+    assert [block.num_documents for block in cpd._plan_blocks([corpus_file], "text", 4096, 3)] == [
+        block.num_documents for block in blocks]
 
 
 def _gfile_contents(path):
