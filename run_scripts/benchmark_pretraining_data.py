@@ -58,18 +58,19 @@ def main(argv):
         per_worker = result["instances_per_second_per_worker"]
         worker_rss = result["peak_worker_rss_bytes"]
         logging.info("%s corpus: %.1f MB, %d documents in %d blocks of %.2f MB -> %d instances in %.1f s: %.0f "
-                     "instances/s (%s); peak PSS %.0f MB and USS %.0f MB (all processes), peak RSS %.0f MB (main "
+                     "instances/s (%s); peak PSS %.0f MB and anonymous PSS %.0f MB (all processes), peak RSS %.0f MB (main "
                      "process), %s (largest worker)", name, result["corpus_bytes"] / 1e6, result["documents"],
                      result["blocks"], result["corpus_bytes"] / result["blocks"] / 1e6, result["instances"],
                      result["seconds"], result["instances_per_second"],
                      "Beam" if per_worker is None else f"{per_worker:.0f} per worker", result["peak_pss_bytes"] / 1e6,
-                     result["peak_uss_bytes"] / 1e6, result["peak_main_rss_bytes"] / 1e6,
+                     (result["peak_anonymous_bytes"] or 0) / 1e6, result["peak_main_rss_bytes"] / 1e6,
                      "none sampled" if worker_rss is None else f"{worker_rss / 1e6:.0f} MB")
     growth = {key: results["large"][key] / results["small"][key] if results["small"][key] and results["large"][key]
               else None
-              for key in ("peak_pss_bytes", "peak_uss_bytes", "peak_main_rss_bytes", "peak_worker_rss_bytes")}
-    logging.info("Corpus x%d -> peak PSS x%.2f (it moves with what else the machine runs), peak USS x%.2f", FLAGS.scale,
-                 growth["peak_pss_bytes"], growth["peak_uss_bytes"])
+              for key in ("peak_pss_bytes", "peak_anonymous_bytes", "peak_main_rss_bytes", "peak_worker_rss_bytes")}
+    logging.info("Corpus x%d -> peak PSS x%.2f (it moves with what else the machine runs), peak anonymous PSS x%s",
+                 FLAGS.scale, growth["peak_pss_bytes"], "?" if growth["peak_anonymous_bytes"] is None else
+                 f"{growth['peak_anonymous_bytes']:.2f}")
     with open(os.path.join(FLAGS.output_dir, "benchmark.json"), "w", encoding="utf-8") as handle:
         json.dump({"results": results, "peak_memory_growth": growth, "scale": FLAGS.scale}, handle, indent=1)
 

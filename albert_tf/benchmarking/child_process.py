@@ -19,15 +19,17 @@ class ChildRun:
 
     `peak_pss_bytes` is the proportional set size summed over the child and its descendants: a page shared by
     n processes counts 1/n, so it falls when other processes on the machine map the same libraries (every
-    process that imports TensorFlow shares its hundreds of MB of code). `peak_uss_bytes` sums their private
-    pages (the heap; no shared page counts), which nothing outside changes. `peak_rss_bytes` is the resident
-    size of the child itself, `peak_descendant_rss_bytes` that of its largest descendant (a worker).
+    process that imports TensorFlow shares its hundreds of MB of code). `peak_anonymous_bytes` sums the PSS of
+    their anonymous pages alone (Linux's Pss_Anon: the heap and stacks, a page that a forked worker shares with
+    its parent counted once), which no other process can share, so nothing outside the job moves it (None
+    where the kernel does not report it). `peak_rss_bytes` is the resident size of the child itself,
+    `peak_descendant_rss_bytes` that of its largest descendant (a worker).
     """
 
     record: dict
     peak_pss_bytes: Optional[int] = None
     peak_rss_bytes: Optional[int] = None
-    peak_uss_bytes: Optional[int] = None
+    peak_anonymous_bytes: Optional[int] = None
     peak_descendant_rss_bytes: Optional[int] = None
 
 
@@ -77,16 +79,18 @@ def run_python_child(arguments: Sequence[str], marker: str, failure: str, timeou
     if memory is None:
         return ChildRun(record)
     return ChildRun(record, peak_pss_bytes=memory.pss_bytes, peak_rss_bytes=memory.rss_bytes,
-                    peak_uss_bytes=memory.uss_bytes, peak_descendant_rss_bytes=memory.descendant_rss_bytes)
+                    peak_anonymous_bytes=memory.anonymous_bytes,
+                    peak_descendant_rss_bytes=memory.descendant_rss_bytes)
 
 
 class _PeakMemory:
-    """Over samples: the peak PSS and USS of a process and its descendants together, the peak RSS of the process
-    and the peak RSS of its largest descendant."""
+    """Over samples: the peak PSS and anonymous PSS of a process and its descendants together, the peak RSS of the
+    process and the peak RSS of its largest descendant."""
 
     def __init__(self, pid: int):
         self._process = psutil.Process(pid)
-        self.pss_bytes = self.uss_bytes = self.rss_bytes = self.descendant_rss_bytes = 0
+        self.pss_bytes = self.rss_bytes = self.descendant_rss_bytes = 0
+        self.anonymous_bytes: Optional[int] = 0
 
     def sample(self):
         try:
@@ -99,8 +103,25 @@ class _PeakMemory:
         of_descendants = [info for info in map(_memory, descendants) if info is not None]
         self.rss_bytes = max(self.rss_bytes, main.rss)
         self.pss_bytes = max(self.pss_bytes, main.pss + sum(info.pss for info in of_descendants))
-        self.uss_bytes = max(self.uss_bytes, main.uss + sum(info.uss for info in of_descendants))
         self.descendant_rss_bytes = max([self.descendant_rss_bytes] + [info.rss for info in of_descendants])
+        if self.anonymous_bytes is not None:
+            anonymous = [_anonymous_pss(process) for process in [self._process] + descendants]
+            if anonymous[0] is None:
+                self.anonymous_bytes = None
+            else:
+                self.anonymous_bytes = max(self.anonymous_bytes, sum(filter(None, anonymous)))
+
+
+def _anonymous_pss(process) -> Optional[int]:
+    """Pss_Anon from /proc/PID/smaps_rollup (Linux 5.9 and later), or None."""
+    try:
+        with open(f"/proc/{process.pid}/smaps_rollup", encoding="ascii") as handle:
+            for line in handle:
+                if line.startswith("Pss_Anon:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return None
 
 
 def _memory(process):

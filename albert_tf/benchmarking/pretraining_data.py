@@ -60,8 +60,9 @@ def measure_throughput(input_files: Union[str, Sequence[str]], output_dir: str, 
 
     Peak memory is sampled every `poll_seconds` (`child_process.ChildRun`): `peak_pss_bytes` is the proportional
     set size summed over the child and its workers, which falls as other processes on the machine import
-    TensorFlow; `peak_uss_bytes` their private memory, which does not; `peak_main_rss_bytes` the resident size
-    of the child (the launcher) and `peak_worker_rss_bytes` that of its largest worker (None without workers).
+    TensorFlow; `peak_anonymous_bytes` the PSS of their anonymous pages (heap), which does not;
+    `peak_main_rss_bytes` the resident size of the child (the launcher) and `peak_worker_rss_bytes` that of its
+    largest worker (None without workers).
     Rates exclude the child's start-up (importing TensorFlow). `num_workers` (default 1) are local worker
     processes; with `beam_pipeline_options` among the generation arguments the Beam pipeline runs instead, its
     workers counted in the peak PSS, and the per-worker rate is None (the runner chooses its workers).
@@ -86,6 +87,6 @@ def measure_throughput(input_files: Union[str, Sequence[str]], output_dir: str, 
             "seconds": seconds,
             "num_workers": local_workers, "instances_per_second": instances / seconds,
             "instances_per_second_per_worker": instances / seconds / local_workers if local_workers else None,
-            "peak_pss_bytes": child.peak_pss_bytes, "peak_uss_bytes": child.peak_uss_bytes,
+            "peak_pss_bytes": child.peak_pss_bytes, "peak_anonymous_bytes": child.peak_anonymous_bytes,
             "peak_main_rss_bytes": child.peak_rss_bytes,
             "peak_worker_rss_bytes": child.peak_descendant_rss_bytes or None}
