@@ -90,7 +90,7 @@ class _PeakMemory:
     def __init__(self, pid: int):
         self._process = psutil.Process(pid)
         self.pss_bytes = self.rss_bytes = self.descendant_rss_bytes = 0
-        self.anonymous_bytes: Optional[int] = 0
+        self.anonymous_bytes: Optional[int] = None  # until a sample reads it
 
     def sample(self):
         try:
@@ -104,12 +104,9 @@ class _PeakMemory:
         self.rss_bytes = max(self.rss_bytes, main.rss)
         self.pss_bytes = max(self.pss_bytes, main.pss + sum(info.pss for info in of_descendants))
         self.descendant_rss_bytes = max([self.descendant_rss_bytes] + [info.rss for info in of_descendants])
-        if self.anonymous_bytes is not None:
-            anonymous = [_anonymous_pss(process) for process in [self._process] + descendants]
-            if anonymous[0] is None:
-                self.anonymous_bytes = None
-            else:
-                self.anonymous_bytes = max(self.anonymous_bytes, sum(filter(None, anonymous)))
+        anonymous = [_anonymous_pss(process) for process in [self._process] + descendants]
+        if anonymous[0] is not None:  # None: the kernel does not report it, or the process has just ended
+            self.anonymous_bytes = max(self.anonymous_bytes or 0, sum(filter(None, anonymous)))
 
 
 def _anonymous_pss(process) -> Optional[int]:
