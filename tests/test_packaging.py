@@ -14,7 +14,7 @@ import pytest
 from tests.helpers import REPO_ROOT
 
 _SOURCE_FILES = ("pyproject.toml", "setup.py", "MANIFEST.in", "README.md", "requirements.txt",
-                 "requirements-beam.txt", "albert_tf", "data_gen", "run_scripts")
+                 "requirements-beam.txt", "requirements-onnx.txt", "albert_tf", "data_gen", "run_scripts")
 BEAM_PACKAGES = os.path.join(REPO_ROOT, ".venv", "beam")
 
 
@@ -104,7 +104,8 @@ def test_beams_setup_file_staging_builds_the_sdist_its_workers_install(tmp_path)
     assert glob.glob(str(staging / "*.tar.gz")) == [sdist]
     with tarfile.open(sdist) as archive:
         names = {name.split("/", 1)[1] for name in archive.getnames() if "/" in name}
-    for needed in ("setup.py", "pyproject.toml", "requirements.txt", "requirements-beam.txt", "albert_tf/__init__.py",
+    for needed in ("setup.py", "pyproject.toml", "requirements.txt", "requirements-beam.txt", "requirements-onnx.txt",
+                   "albert_tf/__init__.py",
                    "albert_tf/tokenization.py", "data_gen/beam_pipeline.py", "data_gen/create_pretraining_data.py",
                    "data_gen/_instances.py", "data_gen/tfrecord_framing.py", "run_scripts/create_pretraining_data.py"):
         assert needed in names, f"{needed} is missing from the sdist {sdist}"
