@@ -143,7 +143,7 @@ def read_vocabulary_file(path: str) -> bytes:
     >>> len(read_vocabulary_file("gs://my-bucket/30k-clean.model"))  # doctest: +SKIP
     760289
     """
-    if _URL.match(path):
+    if is_url(path):
         import tensorflow as tf
 
         try:
@@ -153,6 +153,16 @@ def read_vocabulary_file(path: str) -> bytes:
             raise OSError(error.message) from None
     with open(path, "rb") as handle:
         return handle.read()
+
+
+def is_url(path: str) -> bool:
+    """Whether `path` is a URL (scheme://...) for tf.io.gfile rather than a local path.
+
+    Example:
+    >>> is_url("gs://my-bucket/30k-clean.model"), is_url("30k-clean.model")
+    (True, False)
+    """
+    return bool(_URL.match(path))
 
 
 _URL = re.compile(r"[a-zA-Z][-a-zA-Z0-9+.]*://")

@@ -39,6 +39,9 @@ import time
 import warnings
 from typing import Dict, Iterator, List, Optional, Sequence
 
+from albert_tf.tokenization import is_url
+from data_gen import _file_io
+
 TEST_DIRECTORY_NAMES = frozenset({"test", "tests", "idle_test"})
 MIN_PROSE_CHARACTER_FRACTION = 0.8
 CODE_MARKERS = ("->", "==", "!=", "{", "}", " : ")
@@ -264,6 +267,8 @@ def write_corpus(path: str, include_site_packages: bool = False, holdout_fractio
                  min_sentences_per_document: int = 2) -> Dict[str, int]:
     """Writes the docstring corpus to `path` (and a held-out part to `holdout_path`) and returns counts.
 
+    Either path may be local or a URL (gs://, s3://, hdfs://, ram://), written through tf.io.gfile.
+
     Each file is written to a temporary name and renamed when complete, so a reader never sees half a
     corpus. The returned dict has the counts of `iter_docstring_documents` plus `train_documents`,
     `holdout_documents` and their sentence counts.
@@ -279,7 +284,7 @@ def write_corpus(path: str, include_site_packages: bool = False, holdout_fractio
     if holdout_fraction > 0.0 and not holdout_path:
         raise ValueError(f"holdout_fraction={holdout_fraction} needs a holdout_path to write the held-out "
                          "documents to.")
-    if holdout_path and os.path.abspath(holdout_path) == os.path.abspath(path):
+    if holdout_path and _same_path(holdout_path, path):
         raise ValueError(f"holdout_path {holdout_path!r} is the same file as the training output {path!r}.")
     stats: Dict[str, int] = {}
     split_counts = {"train_documents": 0, "train_sentences": 0, "holdout_documents": 0, "holdout_sentences": 0}
@@ -296,20 +301,31 @@ def write_corpus(path: str, include_site_packages: bool = False, holdout_fractio
             split_counts[f"{split}_documents"] += 1
             split_counts[f"{split}_sentences"] += len(sentences)
     except BaseException:
-        for handle in handles.values():
+        for split, handle in handles.items():
             handle.close()
-            os.remove(handle.name)
+            _file_io.remove(_incomplete_path(outputs[split]))
         raise
     for split, handle in handles.items():
         handle.close()
-        os.replace(handle.name, outputs[split])
+        _file_io.replace(_incomplete_path(outputs[split]), outputs[split])
     stats.update(split_counts)
     logging.info("Wrote %d documents to %s%s", stats["train_documents"], path,
                  f" and {stats['holdout_documents']} to {holdout_path}" if holdout_path else "")
     return stats
 
 
+def _same_path(first: str, second: str) -> bool:
+    if is_url(first) or is_url(second):
+        return first == second
+    return os.path.abspath(first) == os.path.abspath(second)
+
+
+def _incomplete_path(path: str) -> str:
+    return f"{path}.incomplete"
+
+
 def _open_for_atomic_write(path: str):
-    directory = os.path.dirname(os.path.abspath(path))
-    os.makedirs(directory, exist_ok=True)
-    return open(f"{path}.incomplete", "w", encoding="utf-8")
+    directory = os.path.dirname(path) if is_url(path) else os.path.dirname(os.path.abspath(path))
+    if directory:
+        _file_io.makedirs(directory)
+    return _file_io.open_text_for_writing(_incomplete_path(path))

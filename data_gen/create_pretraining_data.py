@@ -44,7 +44,8 @@ import tempfile
 import time
 from typing import BinaryIO, Callable, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple, Union
 
-from albert_tf.tokenization import DEFAULT_DIGIT_COMMA_RULE, AlbertTokenizer, gfile_lines, read_vocabulary_file
+from albert_tf.tokenization import (DEFAULT_DIGIT_COMMA_RULE, AlbertTokenizer, gfile_lines, is_url,
+                                    read_vocabulary_file)
 from data_gen._instances import (FEATURE_NAMES, InstanceOptions, SpecialIds, TrainingInstance,
                                  create_instances_from_document, create_masked_lm_predictions,
                                  instance_to_example_bytes, is_start_piece_sentencepiece, is_start_piece_wordpiece,
@@ -770,7 +771,7 @@ def _warn_of_small_blocks(blocks: Sequence[_Block], num_shards: int) -> None:
 def _prepare_work_directory(summary_file: str, settings: dict) -> str:
     """Local scratch space next to the summary (tfds spool, tokenized blocks), kept while its settings hold."""
     name = f".{os.path.basename(summary_file)}.work"
-    if "://" in summary_file:
+    if is_url(summary_file):
         digest = hashlib.sha256(summary_file.encode()).hexdigest()[:16]
         directory = os.path.join(tempfile.gettempdir(), f"albert_pretraining_{digest}{name}")
     else:

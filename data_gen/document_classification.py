@@ -23,6 +23,8 @@ Example:
 import os
 from typing import Dict, List, Sequence
 
+from data_gen import _file_io
+
 TEXT_FIELD, LABEL_FIELD = "sentence", "label"
 HEADER = (TEXT_FIELD, LABEL_FIELD)
 SPLIT_FILES = {"train": "train.tsv", "dev": "dev.tsv"}
@@ -32,9 +34,12 @@ MIN_SENTENCES = DEV_EVERY
 
 
 def read_text_documents(path: str) -> List[List[str]]:
-    """Documents of a file in the original format: one sentence per line, a blank line between documents."""
+    """Documents of a file in the original format: one sentence per line, a blank line between documents.
+
+    `path` may be local or a URL (gs://, s3://, hdfs://, ram://), read through tf.io.gfile.
+    """
     documents, current = [], []
-    with open(path, encoding="utf-8") as handle:
+    with _file_io.open_text_for_reading(path) as handle:
         for line in handle:
             line = line.strip()
             if line:
@@ -49,14 +54,14 @@ def read_text_documents(path: str) -> List[List[str]]:
 
 def _write_rows(path: str, rows: Sequence[Sequence[str]]) -> None:
     temporary = path + ".incomplete"
-    with open(temporary, "w", encoding="utf-8") as handle:
-        handle.writelines("\t".join(row) + "\n" for row in [HEADER, *rows])
-    os.replace(temporary, path)
+    with _file_io.open_text_for_writing(temporary) as handle:
+        handle.write("".join("\t".join(row) + "\n" for row in [HEADER, *rows]))
+    _file_io.replace(temporary, path)
 
 
 def write_document_classification_set(input_file: str, output_dir: str, num_documents: int) -> Dict[str, int]:
     """Writes train.tsv and dev.tsv of the `num_documents`-way document classification of `input_file`'s
-    sentences (see the module docstring) under `output_dir`, and returns the counts."""
+    sentences (see the module docstring) under `output_dir`, and returns the counts. Both may be local or URLs."""
     documents = read_text_documents(input_file)
     eligible = [index for index, sentences in enumerate(documents) if len(sentences) >= MIN_SENTENCES]
     if num_documents < 2 or len(eligible) < num_documents:
@@ -70,7 +75,7 @@ def write_document_classification_set(input_file: str, output_dir: str, num_docu
         for position, sentence in enumerate(documents[index][:length]):
             split = "dev" if position % DEV_EVERY == DEV_EVERY - 1 else "train"
             rows[split].append((sentence.replace("\t", " "), str(label)))
-    os.makedirs(output_dir, exist_ok=True)
+    _file_io.makedirs(output_dir)
     for split, split_rows in rows.items():
         _write_rows(os.path.join(output_dir, SPLIT_FILES[split]), split_rows)
     return {"documents": num_documents, "sentences_per_document": length, "train": len(rows["train"]),

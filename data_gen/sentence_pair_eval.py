@@ -22,6 +22,7 @@ import random
 from typing import Dict, List, Sequence, Union
 
 from albert_tf.tokenization import AlbertTokenizer
+from data_gen import _file_io
 from data_gen._instances import InstanceOptions, SpecialIds, _make_instance, instance_to_example_bytes
 from data_gen.create_pretraining_data import _Block, _BlockReader, _Segment
 
@@ -30,7 +31,7 @@ TASKS = ("sop", "nsp")
 
 def _read_documents(path: str, tokenizer: AlbertTokenizer) -> List[List[List[int]]]:
     """The file's documents as lists of packed-token sentences, read as create_pretraining_data reads text."""
-    block = _Block(0, (_Segment(path, 0, os.path.getsize(path), 1),))
+    block = _Block(0, (_Segment(path, 0, _file_io.file_size(path), 1),))
     return _BlockReader(tokenizer, "text", "text").read(block, collections.Counter())
 
 
@@ -65,7 +66,7 @@ def write_sentence_pair_eval_set(input_file: str, output_file: str, tokenizer: U
                                  task: str, *, max_seq_length: int, max_predictions_per_seq: int,
                                  random_seed: int = 12345) -> Dict[str, int]:
     """Writes the pure, balanced `task` ("sop" or "nsp") set of `input_file` to one TFRecord file; returns counts
-    ({"pairs", "label_0", "label_1", "masked_lm_predictions"})."""
+    ({"pairs", "label_0", "label_1", "masked_lm_predictions"}). Both files may be local or URLs (gs://, ...)."""
     import tensorflow as tf
 
     if task not in TASKS:
@@ -102,10 +103,10 @@ def write_sentence_pair_eval_set(input_file: str, output_file: str, tokenizer: U
         raise ValueError(f"{input_file}: no document has two sentences, so there is no {task} pair to write.")
     directory = os.path.dirname(output_file)
     if directory:
-        os.makedirs(directory, exist_ok=True)
+        _file_io.makedirs(directory)
     temporary = output_file + ".incomplete"
     with tf.io.TFRecordWriter(temporary) as writer:
         for record in records:
             writer.write(record)
-    os.replace(temporary, output_file)
+    _file_io.replace(temporary, output_file)
     return {key: counts[key] for key in ("pairs", "label_0", "label_1", "masked_lm_predictions")}

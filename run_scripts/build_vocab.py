@@ -6,8 +6,10 @@ from data_gen import build_vocab
 from run_scripts import entry
 
 FLAGS = flags.FLAGS
-flags.DEFINE_string("input", None, "Comma list or glob of text files, one sentence per line.")
-flags.DEFINE_string("model_prefix", None, "Output prefix: writes PREFIX.model and PREFIX.vocab.")
+flags.DEFINE_string("input", None, "Comma list or glob of text files, one sentence per line; local paths or "
+                    "URLs (gs://...).")
+flags.DEFINE_string("model_prefix", None, "Output prefix, a local path or a URL (gs://...): writes PREFIX.model "
+                    "and PREFIX.vocab.")
 flags.DEFINE_integer("vocab_size", 30000, "Number of pieces, special symbols included.")
 flags.DEFINE_integer("input_sentence_size", 10_000_000, "Sentences sampled (shuffled) from the input.")
 flags.mark_flags_as_required(["input", "model_prefix"])

@@ -11,7 +11,7 @@ from data_gen import corpora
 from run_scripts import entry
 
 FLAGS = flags.FLAGS
-flags.DEFINE_string("output", None, "Text file for the training documents.")
+flags.DEFINE_string("output", None, "Text file for the training documents, a local path or a URL (gs://...).")
 flags.DEFINE_string("holdout_output", None, "Text file for the held-out documents; none are held out without it.")
 flags.DEFINE_float("holdout_fraction", 0.05, "Fraction of documents held out, used with --holdout_output.")
 flags.DEFINE_integer("seed", 0, "Salt of the document hash that chooses the held-out documents.")

@@ -1,8 +1,10 @@
 """Shared pytest setup: the test oracles on the path, quiet TensorFlow logs, a fresh jit_compile choice cache, a
-fixed Keras dtype policy per test, and the SentencePiece model and tokenizer that the tests share."""
+fixed Keras dtype policy per test, the SentencePiece model and tokenizer that the tests share, and a fresh ram://
+directory per test."""
 import os
 import sys
 import tempfile
+import time
 
 # scipy and scikit-learn live outside site-packages (see requirements-test-oracles.txt), so that only this
 # process imports them, not the training processes that tests start.
@@ -33,6 +35,7 @@ os.environ["ALBERT_TF_CACHE_DIR"] = tempfile.mkdtemp(prefix="albert_tf_test_cach
 
 import keras
 import pytest
+import tensorflow as tf
 
 from albert_tf.tokenization import AlbertTokenizer
 from tests.helpers import make_spm_model
@@ -56,3 +59,12 @@ def spm_model_file(tmp_path_factory):
 def tokenizer(spm_model_file):
     """An uncased AlbertTokenizer of `spm_model_file`."""
     return AlbertTokenizer(spm_model_file=spm_model_file)
+
+
+@pytest.fixture
+def ram_root():
+    """A fresh directory on tf.io.gfile's in-memory filesystem, standing in for gs://; removed after the test."""
+    root = f"ram://test_{os.getpid()}_{time.time_ns()}"
+    tf.io.gfile.makedirs(root)
+    yield root
+    tf.io.gfile.rmtree(root)

@@ -3,6 +3,7 @@ import os
 import sys
 
 import pytest
+import tensorflow as tf
 
 from data_gen import corpora
 from tests.helpers import run_script
@@ -181,3 +182,43 @@ def test_site_packages_are_read_only_when_asked():
     with_site_packages = corpora.source_roots(include_site_packages=True)
     assert stdlib_only == [os.path.realpath(sysconfig.get_paths()["stdlib"])]
     assert os.path.realpath(sysconfig.get_paths()["purelib"]) in with_site_packages
+
+
+def _tiny_module_root(directory):
+    """A source root of one module whose twelve functions' docstrings are twelve documents."""
+    functions = "".join(f'def f{index}():\n    """Function {index} reads a file. It returns {index} lines of '
+                        f'text."""\n' for index in range(12))
+    (directory / "tiny.py").write_text(f'"""The tiny module has prose. It has two sentences."""\n{functions}')
+    return str(directory)
+
+
+def _gfile_bytes(path):
+    with tf.io.gfile.GFile(path, "rb") as handle:
+        return handle.read()
+
+
+def test_the_corpus_writes_to_a_ram_url_the_bytes_of_a_local_file(tmp_path, monkeypatch, ram_root):
+    root = _tiny_module_root(tmp_path)
+    monkeypatch.setattr(corpora, "source_roots", lambda include_site_packages=False: [root])
+    local = corpora.write_corpus(str(tmp_path / "train.txt"), holdout_fraction=0.3,
+                                 holdout_path=str(tmp_path / "holdout.txt"))
+    remote = corpora.write_corpus(f"{ram_root}/corpus/train.txt", holdout_fraction=0.3,
+                                  holdout_path=f"{ram_root}/corpus/holdout.txt")
+    assert remote == local and local["train_documents"] and local["holdout_documents"]
+    for name in ("train.txt", "holdout.txt"):
+        assert _gfile_bytes(f"{ram_root}/corpus/{name}") == (tmp_path / name).read_bytes()
+    assert sorted(tf.io.gfile.listdir(f"{ram_root}/corpus")) == ["holdout.txt", "train.txt"]
+    # No document held out: the held-out file is still written, empty.
+    corpora.write_corpus(f"{ram_root}/corpus/train.txt", holdout_path=f"{ram_root}/corpus/holdout.txt")
+    assert _gfile_bytes(f"{ram_root}/corpus/holdout.txt") == b""
+
+
+def test_a_failed_ram_write_leaves_no_file(tmp_path, monkeypatch, ram_root):
+    def failing_documents(*args):
+        yield ["A first sentence here.", "A second sentence here."]
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(corpora, "iter_docstring_documents", failing_documents)
+    with pytest.raises(KeyboardInterrupt):
+        corpora.write_corpus(f"{ram_root}/corpus/train.txt")
+    assert tf.io.gfile.listdir(f"{ram_root}/corpus") == []

@@ -3,6 +3,7 @@ albert_tf.tasks.text_classification reads it."""
 import collections
 
 import pytest
+import tensorflow as tf
 
 from data_gen import document_classification, labeled_text
 
@@ -36,3 +37,24 @@ def test_too_few_long_documents_is_one_sentence_error(tmp_path):
     with pytest.raises(ValueError, match=r"holdout.txt: the document classification set needs num_documents=2 "
                                          r"\(at least 2\) documents of 3 or more sentences, and it has 1"):
         document_classification.write_document_classification_set(holdout, str(tmp_path / "set"), num_documents=2)
+
+
+def test_ram_input_and_output_give_the_local_files(tmp_path, ram_root):
+    documents = [[f"Doc {d} sentence {s}." for s in range(size)] for d, size in enumerate((4, 9, 7))]
+    holdout = _write(tmp_path / "holdout.txt", documents)
+    with tf.io.gfile.GFile(f"{ram_root}/holdout.txt", "wb") as handle:
+        # "\r\n" line ends, read as open() reads them.
+        handle.write((tmp_path / "holdout.txt").read_bytes().replace(b"\n", b"\r\n"))
+    local = document_classification.write_document_classification_set(holdout, str(tmp_path / "set"), 2)
+    remote = document_classification.write_document_classification_set(f"{ram_root}/holdout.txt",
+                                                                        f"{ram_root}/set", 2)
+    assert remote == local
+    assert sorted(tf.io.gfile.listdir(f"{ram_root}/set")) == ["dev.tsv", "train.tsv"]
+    for name in ("dev.tsv", "train.tsv"):
+        with tf.io.gfile.GFile(f"{ram_root}/set/{name}", "rb") as handle:
+            assert handle.read() == (tmp_path / "set" / name).read_bytes()
+
+
+def test_a_missing_ram_input_is_named(ram_root):
+    with pytest.raises(FileNotFoundError, match=f"'{ram_root}/holdout.txt' does not exist"):
+        document_classification.read_text_documents(f"{ram_root}/holdout.txt")

@@ -56,3 +56,16 @@ def test_unknown_task_and_pairless_text_are_errors(tmp_path, spm_model_file):
     with pytest.raises(ValueError, match="no document has two sentences, so there is no sop pair"):
         write_sentence_pair_eval_set(str(one_sentence_documents), str(tmp_path / "x"), spm_model_file, "sop",
                                      max_seq_length=SEQ, max_predictions_per_seq=PREDICTIONS)
+
+
+def test_ram_input_and_output_give_the_local_bytes(tmp_path, spm_model_file, ram_root):
+    corpus = write_corpus(str(tmp_path / "holdout.txt"), num_documents=20, seed=3)
+    tf.io.gfile.copy(corpus, f"{ram_root}/holdout.txt")
+    local = write_sentence_pair_eval_set(corpus, str(tmp_path / "sop.tfrecord"), spm_model_file, "sop",
+                                         max_seq_length=SEQ, max_predictions_per_seq=PREDICTIONS)
+    remote = write_sentence_pair_eval_set(f"{ram_root}/holdout.txt", f"{ram_root}/eval/sop.tfrecord", spm_model_file,
+                                          "sop", max_seq_length=SEQ, max_predictions_per_seq=PREDICTIONS)
+    assert remote == local
+    with tf.io.gfile.GFile(f"{ram_root}/eval/sop.tfrecord", "rb") as handle:
+        assert handle.read() == (tmp_path / "sop.tfrecord").read_bytes()
+    assert tf.io.gfile.listdir(f"{ram_root}/eval") == ["sop.tfrecord"]
