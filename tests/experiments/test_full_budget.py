@@ -20,7 +20,8 @@ ALBERT_BASE = AlbertConfig.from_preset("albert-base")
 
 def _data(pattern):
     return PretrainingData(spm_model_file="unused.model", train_patterns={"sop": pattern, "nsp": pattern},
-                           eval_pattern=pattern, pure_eval_patterns={"sop": pattern, "nsp": pattern})
+                           eval_pattern=pattern, pure_eval_patterns={"sop": pattern, "nsp": pattern},
+                           holdout_text="unused.txt", document_classification_dir="unused")
 
 
 def _plan():
@@ -30,7 +31,8 @@ def _plan():
 def test_the_full_budget_plans_every_experiment_at_the_papers_settings(tmp_path):
     assert set(EXPERIMENT_NAMES) == set(EXPERIMENTS) | {speed.NAME}
     # Every arm is ALBERT-base but for what its experiment changes.
-    changed = {"share_type", "embedding_size", "hidden_dropout_prob", "attention_probs_dropout_prob"}
+    changed = {"share_type", "num_hidden_groups", "embedding_size", "hidden_dropout_prob",
+               "attention_probs_dropout_prob"}
     for name, arms in _plan().items():
         assert len(arms) >= 6 and {arm.seed for arm in arms} == {0, 1, 2}, name
         for arm in arms:
