@@ -1,6 +1,7 @@
 """Shared pytest setup: the test oracles on the path, quiet TensorFlow logs, a fresh jit_compile choice cache, a
-fixed Keras dtype policy per test, the SentencePiece model and tokenizer that the tests share, and a fresh ram://
+fixed Keras dtype policy and absl logger level per test, the SentencePiece model and tokenizer that the tests share, and a fresh ram://
 directory per test."""
+import logging
 import os
 import sys
 import tempfile
@@ -47,6 +48,17 @@ def _float32_policy():
     keras.mixed_precision.set_global_policy("float32")
     yield
     keras.mixed_precision.set_global_policy("float32")
+
+
+@pytest.fixture(autouse=True)
+def _absl_logger_level():
+    """absl's logger level is put back after each test: TensorFlow's SavedModel saving (AutoTrackable's
+    _trackable_children) sets it to the level it inherited, WARNING, which would hide absl's INFO lines from a later
+    test's caplog."""
+    absl_logger = logging.getLogger("absl")
+    level = absl_logger.level
+    yield
+    absl_logger.setLevel(level)
 
 
 @pytest.fixture(scope="session")
