@@ -1,6 +1,6 @@
 """Shared pytest setup: the test oracles on the path, quiet TensorFlow logs, a fresh jit_compile choice cache, a
-fixed Keras dtype policy and absl logger level per test, the SentencePiece model and tokenizer that the tests share, and a fresh ram://
-directory per test."""
+fixed Keras dtype policy and absl logger level per test, the SentencePiece model and tokenizer that the tests share,
+and a fresh ram:// directory per test."""
 import logging
 import os
 import sys
