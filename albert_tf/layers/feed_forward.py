@@ -3,7 +3,7 @@
 import keras
 import tensorflow as tf
 
-from albert_tf.layers.activations import get_activation
+from albert_tf.layers.activations import activation_with_derivative, get_activation
 from albert_tf.layers.initializers import LAYER_NORM_EPSILON, truncated_normal
 from albert_tf.layers.recomputation import input_for_recomputation
 from albert_tf.layers.replica_dropout import ReplicaDropout
@@ -15,7 +15,8 @@ def activated_projection(pre_activation, kernel, bias, activation):
     Only `pre_activation` is kept for the backward pass: the activated [batch, seq, intermediate] tensor
     that W2's kernel gradient needs is recomputed there (one elementwise pass), not held from the forward
     pass. At ALBERT-base, batch 8 x 128, that is 151 MB less for XLA to hold across the 12 depths
-    (BUILD_NOTES.md, "Speed and memory").
+    (BUILD_NOTES.md, "Speed and memory"). For the activations of `activation_with_derivative`, the
+    recomputation gives the activation and its derivative from one pass (one tanh for GELU).
 
     Example:
     >>> x = tf.constant([[-1.0, 2.0]])
@@ -24,20 +25,30 @@ def activated_projection(pre_activation, kernel, bias, activation):
     [[1.25]]
     """
 
+    fused = activation_with_derivative(activation)
+    forward_activation = activation if fused is None else fused.value
+
+    def activated_and_input_gradient(recomputed_input, activated_grad):
+        if fused is not None:
+            activated, derivative = fused.value_and_derivative(recomputed_input)
+            return activated, activated_grad * derivative
+        with tf.GradientTape() as tape:
+            tape.watch(recomputed_input)
+            activated = activation(recomputed_input)
+        return activated, tape.gradient(activated, recomputed_input, output_gradients=activated_grad)
+
     @tf.custom_gradient
     def project(pre_activation, kernel, bias):
-        output = tf.tensordot(activation(pre_activation), kernel, axes=1) + bias
+        output = tf.tensordot(forward_activation(pre_activation), kernel, axes=1) + bias
 
         def gradient(upstream):
             recomputed_input = input_for_recomputation(pre_activation, upstream)
-            with tf.GradientTape() as tape:
-                tape.watch(recomputed_input)
-                activated = activation(recomputed_input)
+            activated_grad = tf.tensordot(upstream, kernel, axes=[[upstream.shape.rank - 1], [1]])
+            activated, input_grad = activated_and_input_gradient(recomputed_input, activated_grad)
             batch_axes = list(range(upstream.shape.rank - 1))
             kernel_grad = tf.tensordot(activated, upstream, axes=[batch_axes, batch_axes])
             bias_grad = tf.reduce_sum(upstream, axis=batch_axes)
-            activated_grad = tf.tensordot(upstream, kernel, axes=[[upstream.shape.rank - 1], [1]])
-            return tape.gradient(activated, recomputed_input, output_gradients=activated_grad), kernel_grad, bias_grad
+            return input_grad, kernel_grad, bias_grad
 
         return output, gradient
 

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from albert_tf.layers.activations import gelu, get_activation
+from albert_tf.layers.activations import activation_with_derivative, gelu, get_activation
 
 
 def _tanh_gelu(x):
@@ -52,3 +52,22 @@ def test_gelu_keeps_bfloat16_and_works_under_xla():
 def test_unknown_activation_names_the_value():
     with pytest.raises(ValueError, match="hidden_act='swish' is not supported"):
         get_activation("swish")
+
+
+@pytest.mark.parametrize("name", ["gelu", "relu", "tanh", "linear"])
+def test_value_and_derivative_are_the_activation_and_its_gradient(name):
+    activation = get_activation(name)
+    fused = activation_with_derivative(activation)
+    x = tf.constant(np.linspace(-5.0, 5.0, 41), tf.float32)
+    with tf.GradientTape() as tape:
+        tape.watch(x)
+        expected = activation(x)
+    expected_derivative = tape.gradient(expected, x)
+    value, derivative = fused.value_and_derivative(x)
+    np.testing.assert_allclose(value, expected, rtol=1e-6, atol=1e-6)
+    np.testing.assert_allclose(fused.value(x), value, rtol=0, atol=0)
+    np.testing.assert_allclose(derivative, expected_derivative, rtol=1e-5, atol=1e-5)
+
+
+def test_an_unknown_function_has_no_fused_derivative():
+    assert activation_with_derivative(tf.nn.softplus) is None
