@@ -5,6 +5,7 @@ import math
 import keras
 import tensorflow as tf
 
+from albert_tf.layers.fused import attention_probabilities
 from albert_tf.layers.initializers import LAYER_NORM_EPSILON, truncated_normal
 from albert_tf.layers.replica_dropout import ReplicaDropout
 
@@ -13,7 +14,8 @@ class AlbertAttention(keras.layers.Layer):
     """`LN(x + dropout(Wo · softmax(QKᵀ/sqrt(d) + bias) V))`, as the original's attention_ffn_block.
 
     The post-attention LayerNorm belongs to this half, so sharing attention shares it too
-    (paper Table 4 counts it that way). Softmax runs in float32 under mixed precision.
+    (paper Table 4 counts it that way). Softmax runs in float32 under mixed precision, with the scale
+    and the mask's bias, as one XLA-fused loop (albert_tf/layers/fused.py).
     `attention_bias` is [B, 1, 1, S] float32, 0 for real tokens and -10000 for padding; the
     encoder computes it once and passes it to every depth.
 
@@ -69,9 +71,9 @@ class AlbertAttention(keras.layers.Layer):
         query = self._split_heads(self.query(hidden_states))
         key = self._split_heads(self.key(hidden_states))
         value = self._split_heads(self.value(hidden_states))
-        scores = tf.einsum("bqnd,bknd->bnqk", query, key) * (1.0 / math.sqrt(self.head_size))
-        probs = tf.nn.softmax(tf.cast(scores, tf.float32) + attention_bias, axis=-1)
-        probs = self.attention_dropout(tf.cast(probs, self.compute_dtype), training=training)
+        scores = tf.einsum("bqnd,bknd->bnqk", query, key)
+        probs = attention_probabilities(scores, attention_bias, 1.0 / math.sqrt(self.head_size))
+        probs = self.attention_dropout(probs, training=training)
         context = tf.einsum("bnqk,bknd->bqnd", probs, value)
         context = tf.reshape(context, tf.shape(hidden_states))
         attention_output = self.output_dropout(self.output_dense(context), training=training)

@@ -181,10 +181,16 @@ def test_mixed_bfloat16_keeps_layer_norm_softmax_losses_and_gradients_in_float32
         return loss, tape.gradient(loss, model.trainable_variables)
 
     concrete = tf.function(loss_and_gradients).get_concrete_function(batch)
+    graph_def = concrete.graph.as_graph_def()
+    # The outer graph's forward ops, and those of the XLA-fused functions it calls (albert_tf/layers/fused.py),
+    # leaving out their gradients.
+    forward_nodes = [node for node in graph_def.node if "gradient_tape" not in node.name]
+    forward_nodes += [node for function in graph_def.library.function
+                      if "backward" not in function.signature.name for node in function.node_def]
     forward_types = {}
-    for op in concrete.graph.get_operations():
-        if "T" in op.node_def.attr and "gradient_tape" not in op.name and op.node_def.attr["T"].HasField("type"):
-            forward_types.setdefault(op.type, set()).add(op.get_attr("T").name)
+    for node in forward_nodes:
+        if "T" in node.attr and node.attr["T"].HasField("type"):
+            forward_types.setdefault(node.op, set()).add(tf.dtypes.as_dtype(node.attr["T"].type).name)
     # LayerNorm's moments and normalisation, the attention softmax and both losses.
     for op_type in ("Mean", "SquaredDifference", "Rsqrt", "Softmax", "LogSoftmax",
                     "SparseSoftmaxCrossEntropyWithLogits"):
