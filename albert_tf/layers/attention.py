@@ -15,7 +15,7 @@ class AlbertAttention(keras.layers.Layer):
 
     The post-attention LayerNorm belongs to this half, so sharing attention shares it too
     (paper Table 4 counts it that way). Softmax runs in float32 under mixed precision, with the scale
-    and the mask's bias, as one XLA-fused loop (albert_tf/layers/fused.py).
+    and the mask's bias, in training as one XLA-fused loop (albert_tf/layers/fused.py).
     `attention_bias` is [B, 1, 1, S] float32, 0 for real tokens and -10000 for padding; the
     encoder computes it once and passes it to every depth.
 
@@ -72,7 +72,13 @@ class AlbertAttention(keras.layers.Layer):
         key = self._split_heads(self.key(hidden_states))
         value = self._split_heads(self.value(hidden_states))
         scores = tf.einsum("bqnd,bknd->bnqk", query, key)
-        probs = attention_probabilities(scores, attention_bias, 1.0 / math.sqrt(self.head_size))
+        scale = 1.0 / math.sqrt(self.head_size)
+        if training:
+            probs = attention_probabilities(scores, attention_bias, scale)
+        else:
+            # Unfused for inference: exporters (tf2onnx) cannot convert an XLA-compiled function call.
+            probs = tf.cast(tf.nn.softmax(tf.cast(scores, tf.float32) * scale + attention_bias, axis=-1),
+                            self.compute_dtype)
         probs = self.attention_dropout(probs, training=training)
         context = tf.einsum("bnqk,bknd->bqnd", probs, value)
         context = tf.reshape(context, tf.shape(hidden_states))

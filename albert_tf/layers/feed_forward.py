@@ -9,14 +9,16 @@ from albert_tf.layers.recomputation import input_for_recomputation
 from albert_tf.layers.replica_dropout import ReplicaDropout
 
 
-def activated_projection(pre_activation, kernel, bias, activation):
+def activated_projection(pre_activation, kernel, bias, activation, fused=True):
     """`activation(pre_activation) · kernel + bias`, over the last axis; the gradient recomputes the activation.
 
     Only `pre_activation` is kept for the backward pass: the activated [batch, seq, intermediate] tensor
     that W2's kernel gradient needs is recomputed there (one elementwise pass), not held from the forward
     pass. At ALBERT-base, batch 8 x 128, that is 151 MB less for XLA to hold across the 12 depths
     (BUILD_NOTES.md, "Speed and memory"). For the activations of `activation_with_derivative`, the
-    recomputation gives the activation and its derivative from one pass (one tanh for GELU).
+    recomputation gives the activation and its derivative from one pass (one tanh for GELU), and with `fused`
+    the forward activation runs in the same XLA-fused form (left out for inference: exporters such as tf2onnx
+    cannot convert an XLA-compiled function call).
 
     Example:
     >>> x = tf.constant([[-1.0, 2.0]])
@@ -25,12 +27,12 @@ def activated_projection(pre_activation, kernel, bias, activation):
     [[1.25]]
     """
 
-    fused = activation_with_derivative(activation)
-    forward_activation = activation if fused is None else fused.value
+    with_derivative = activation_with_derivative(activation)
+    forward_activation = with_derivative.value if fused and with_derivative is not None else activation
 
     def activated_and_input_gradient(recomputed_input, activated_grad):
-        if fused is not None:
-            activated, derivative = fused.value_and_derivative(recomputed_input)
+        if with_derivative is not None:
+            activated, derivative = with_derivative.value_and_derivative(recomputed_input)
             return activated, activated_grad * derivative
         with tf.GradientTape() as tape:
             tape.watch(recomputed_input)
@@ -96,7 +98,8 @@ class AlbertFeedForward(keras.layers.Layer):
         compute_dtype = self.output_dense.compute_dtype
         projected = activated_projection(self.intermediate(hidden_states),
                                          keras.ops.cast(self.output_dense.kernel, compute_dtype),
-                                         keras.ops.cast(self.output_dense.bias, compute_dtype), self.activation)
+                                         keras.ops.cast(self.output_dense.bias, compute_dtype), self.activation,
+                                         fused=bool(training))
         ffn_output = self.dropout(projected, training=training)
         return self.layer_norm(ffn_output + hidden_states)
 
