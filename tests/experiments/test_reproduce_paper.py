@@ -102,12 +102,13 @@ def test_smoke_budget_runs_on_a_corpus_given(tmp_path):
     with open(corpus, "w", encoding="utf-8") as handle:
         handle.write("\n\n".join(documents[:len(documents) // 2]) + "\n\n")
     output_dir = str(tmp_path / "mine")
-    completed = run_script("reproduce_paper", "--experiment=sharing", f"--corpus={corpus}", "--seeds=3",
-                           "--nojit_compile",
-                           f"--output_dir={output_dir}")
+    # layer_transitions: the experiment with the fewest arms (two, nothing fine-tuned); the data are every
+    # experiment's.
+    completed = run_script("reproduce_paper", "--experiment=layer_transitions", f"--corpus={corpus}", "--seeds=3",
+                           "--nojit_compile", f"--output_dir={output_dir}")
     assert completed.returncode == 0, completed.stderr[-3000:]
     assert f"corpus: {corpus}" in open(os.path.join(output_dir, "REPORT.md"), encoding="utf-8").read()
-    assert set(json.load(open(os.path.join(output_dir, "results.json")))["arms"]["sharing/all"]) == {"seed3"}
+    assert set(json.load(open(os.path.join(output_dir, "results.json")))["arms"]["layer_transitions/all"]) == {"seed3"}
 
 
 @pytest.mark.slow
