@@ -52,13 +52,13 @@ def _float32_policy():
 
 @pytest.fixture(autouse=True)
 def _absl_logger_level():
-    """absl's logger level is put back after each test: TensorFlow's SavedModel saving (AutoTrackable's
-    _trackable_children) sets it to the level it inherited, WARNING, which would hide absl's INFO lines from a later
-    test's caplog."""
+    """absl's logger inherits the root logger's level in every test (what caplog.at_level sets): TensorFlow's
+    SavedModel saving (AutoTrackable._trackable_children) pins it to the level it inherited, WARNING, which would
+    hide absl's INFO lines from a later test."""
     absl_logger = logging.getLogger("absl")
-    level = absl_logger.level
+    absl_logger.setLevel(logging.NOTSET)
     yield
-    absl_logger.setLevel(level)
+    absl_logger.setLevel(logging.NOTSET)
 
 
 @pytest.fixture(scope="session")

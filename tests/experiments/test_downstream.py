@@ -65,7 +65,7 @@ def test_an_arm_is_fine_tuned_on_every_task_once_and_a_rerun_keeps_the_runs(tmp_
 
     checkpoint = os.path.join(run_dir, "sst-2", f"ckpt-{BUDGET.finetune_steps}.index")
     written = os.path.getmtime(checkpoint)
-    with caplog.at_level("INFO"):
+    with caplog.at_level("INFO", logger="absl"):
         again = run_downstream([arm], arms_dir, BUDGET, data, glue_dir, jit_compile=False)[arm.key]
     assert again == scores and os.path.getmtime(checkpoint) == written
     assert "Downstream runs: 3 finished and kept, 0 to run" in caplog.text

@@ -91,7 +91,7 @@ def test_input_and_output_on_the_ram_filesystem(records, caplog):
         # Evaluation only in the second run: ram:// appends to a file opened again for writing (TF 2.21).
         results = run_pretraining(tiny_config(), options(**run_options, num_train_steps=1, do_eval=False))
         assert results["train"]["step"] == 1
-        with caplog.at_level(logging.INFO):
+        with caplog.at_level(logging.INFO, logger="absl"):
             results = run_pretraining(tiny_config(), options(**run_options, num_train_steps=2, do_eval=True))
         assert "Training from step 1 to 2" in caplog.text
         assert results["train"]["step"] == 2 and results["eval"]["global_step"] == 2
