@@ -274,13 +274,11 @@ def truncate_seq_pair(tokens_a: List[str], tokens_b: List[str], max_length: int)
             tokens_b.pop()
 
 
-def convert_example(example: GlueExample, index: int, task: GlueTask, tokenizer, max_seq_length: int) -> Dict:
-    """`[CLS] a [SEP] (b [SEP])` ids, mask and segment ids zero-padded to max_seq_length, and the label id.
-
-    Test examples (label None) get label 0, as the original's placeholder labels.
-    """
-    tokens_a = tokenizer.tokenize(example.text_a)
-    tokens_b = tokenizer.tokenize(example.text_b) if example.text_b else []
+def encode_text_pair(tokenizer, text_a: str, text_b: Optional[str], max_seq_length: int) -> Dict[str, List[int]]:
+    """`[CLS] a [SEP] (b [SEP])` as input_word_ids, input_mask and input_type_ids, zero-padded to max_seq_length;
+    a pair is truncated by the original's rule (the longer side loses its last piece first)."""
+    tokens_a = tokenizer.tokenize(text_a)
+    tokens_b = tokenizer.tokenize(text_b) if text_b else []
     if tokens_b:
         truncate_seq_pair(tokens_a, tokens_b, max_seq_length - 3)
     else:
@@ -292,12 +290,21 @@ def convert_example(example: GlueExample, index: int, task: GlueTask, tokenizer,
         segment_ids += [1] * (len(tokens_b) + 1)
     input_ids = tokenizer.convert_tokens_to_ids(tokens)
     padding = [0] * (max_seq_length - len(input_ids))
+    return {"input_word_ids": input_ids + padding, "input_mask": [1] * len(input_ids) + padding,
+            "input_type_ids": segment_ids + padding}
+
+
+def convert_example(example: GlueExample, index: int, task: GlueTask, tokenizer, max_seq_length: int) -> Dict:
+    """`[CLS] a [SEP] (b [SEP])` ids, mask and segment ids zero-padded to max_seq_length, and the label id.
+
+    Test examples (label None) get label 0, as the original's placeholder labels.
+    """
     if task.is_regression:
         label = float(example.label) if example.label is not None else 0.0
     else:
         label = task.labels.index(example.label) if example.label is not None else 0
-    return {"input_word_ids": input_ids + padding, "input_mask": [1] * len(input_ids) + padding,
-            "input_type_ids": segment_ids + padding, "label_ids": label, "example_index": index}
+    return {**encode_text_pair(tokenizer, example.text_a, example.text_b, max_seq_length), "label_ids": label,
+            "example_index": index}
 
 
 def load_split(task: GlueTask, split: str, tokenizer, max_seq_length: int, cached_dir: str,

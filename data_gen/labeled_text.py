@@ -50,7 +50,7 @@ import tensorflow as tf
 from absl import logging
 
 from data_gen import feature_cache
-from data_gen.glue import truncate_seq_pair
+from data_gen.glue import encode_text_pair
 
 SINGLE_LABEL = "single_label"
 MULTI_LABEL = "multi_label"
@@ -338,22 +338,8 @@ def label_ids(label, schema: LabeledTextSchema, labels: Sequence[str]):
 def convert_example(example: LabeledExample, index: int, tokenizer, max_seq_length: int,
                     schema: LabeledTextSchema, labels: Sequence[str]) -> Dict[str, object]:
     """`[CLS] a [SEP] (b [SEP])` ids, mask and segment ids zero-padded, as GLUE's, and the label's `label_ids`."""
-    tokens_a = tokenizer.tokenize(example.text_a)
-    tokens_b = tokenizer.tokenize(example.text_b) if example.text_b else []
-    if tokens_b:
-        truncate_seq_pair(tokens_a, tokens_b, max_seq_length - 3)
-    else:
-        tokens_a = tokens_a[:max_seq_length - 2]
-    tokens = ["[CLS]"] + tokens_a + ["[SEP]"]
-    segment_ids = [0] * len(tokens)
-    if tokens_b:
-        tokens += tokens_b + ["[SEP]"]
-        segment_ids += [1] * (len(tokens_b) + 1)
-    input_ids = tokenizer.convert_tokens_to_ids(tokens)
-    padding = [0] * (max_seq_length - len(input_ids))
-    return {"input_word_ids": input_ids + padding, "input_mask": [1] * len(input_ids) + padding,
-            "input_type_ids": segment_ids + padding, "label_ids": label_ids(example.label, schema, labels),
-            "example_index": index}
+    return {**encode_text_pair(tokenizer, example.text_a, example.text_b, max_seq_length),
+            "label_ids": label_ids(example.label, schema, labels), "example_index": index}
 
 
 def load_split(path: str, split: str, schema: LabeledTextSchema, labels: Sequence[str], tokenizer,
