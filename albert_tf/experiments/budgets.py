@@ -57,6 +57,8 @@ class Budget:
     holdout_fraction: float = 0.1
     # None: a tenth of the steps.
     warmup_steps: Optional[int] = None
+    # The Keras dtype policy of every pretraining and fine-tuning run.
+    mixed_precision: str = "float32"
     speed: SpeedBudget = SpeedBudget()
     # The downstream score: fine-tuning on the held-out document classification (and GLUE's, when given).
     downstream_documents: int = 8
@@ -80,6 +82,18 @@ SMOKE = Budget(
     speed=SpeedBudget(width_divisor=32, depth_divisor=12, batch_size=4, seq_length=32, max_predictions_per_seq=5,
                       steps=2, warmup_steps=1, repeats=1, isolate=False, measure_peak=False))
 
+# BERT-mini/small-like models on the larger built-in corpus (--include_site_packages), sized by measurement on 2 CPU
+# cores (BUILD_NOTES, "The small budget"): ALBERT v2's block (no dropout) at 4 layers, H=256, E=128, 4 heads,
+# sequence 128, a 10,000-piece vocabulary.
+SMALL = Budget(
+    name="small",
+    model=dict(embedding_size=128, hidden_size=256, num_hidden_layers=4, num_attention_heads=4, intermediate_size=1024,
+               max_position_embeddings=512, hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0),
+    vocab_size=10000, max_seq_length=128, max_predictions_per_seq=20, dupe_factor=10, train_batch_size=32,
+    num_train_steps=4000, learning_rate=0.005, max_eval_steps=100,
+    mixed_precision="mixed_bfloat16", downstream_documents=16, finetune_steps=300, finetune_batch_size=32,
+    finetune_learning_rate=1e-4)
+
 # The paper's settings (section 4.1): ALBERT-base (v2: no dropout), a 30,000-piece vocabulary, 125k LAMB steps of
 # 4096 x 512 at 0.00176 with 3,125 warm-up steps, up to 20 masked positions. For accelerators: nothing here runs it.
 # The original generator's dupe_factor is 40 (create_pretraining_data.py's default).
@@ -90,12 +104,11 @@ FULL = Budget(
     num_train_steps=125000, learning_rate=0.00176, warmup_steps=3125, max_eval_steps=100,
     speed=SpeedBudget(batch_size=32, seq_length=512, steps=10, warmup_steps=2, repeats=3))
 
-BUDGETS = {"smoke": SMOKE, "full": FULL}
+BUDGETS = {"smoke": SMOKE, "small": SMALL, "full": FULL}
 
 
 def budget_for(name: str) -> Budget:
     """The budget called `name`; an unknown or not yet sized budget is an error naming the ones that exist."""
     if name not in BUDGETS:
-        raise ValueError(f"--budget={name!r} is not available; available: {', '.join(sorted(BUDGETS))} (the small "
-                         "budget is not sized yet).")
+        raise ValueError(f"--budget={name!r} is not available; available: {', '.join(sorted(BUDGETS))}.")
     return BUDGETS[name]

@@ -3,12 +3,14 @@
 Always: the held-out document classification (data_gen.document_classification: which of K held-out documents
 a sentence comes from, documents no arm pretrained on) through albert_tf.tasks.text_classification. With a
 local GLUE copy (`glue_data_dir`), also SST-2 and MNLI (matched and mismatched dev) through albert_tf.tasks.glue.
-Every fine-tuning run is an ordinary fine-tuning output directory under the arm's, `downstream/<task>`: it is
-finished when it holds downstream_result.json, and anything less resumes from its last checkpoint. All runs share
+Every fine-tuning run is an ordinary fine-tuning output directory under the arm's training directory (another
+arm's, when it reuses that training), `downstream/<task>`: it is finished when it holds downstream_result.json, and
+anything less resumes from its last checkpoint; arms that share a training share its fine-tuning runs. All runs share
 the budget's steps, batch and learning rate, and each arm's fine-tuning is seeded with the arm's seed.
 
 Example (it fine-tunes, so it is not run here):
->>> scores = run_downstream(arms, "out/arms", budget_for("smoke"), data)  # doctest: +SKIP
+>>> scores = run_downstream(arms, {arm.key: arm_directory("out/arms", arm) for arm in arms}, budget_for("smoke"),
+...                         data)  # doctest: +SKIP
 >>> scores["sharing/all/seed0"]["documents"]["accuracy"]  # doctest: +SKIP
 0.125
 """
@@ -23,7 +25,7 @@ from absl import logging
 
 from albert_tf.experiments.budgets import Budget
 from albert_tf.experiments.pretraining_data import PretrainingData
-from albert_tf.experiments.runner import Arm, arm_directory
+from albert_tf.experiments.runner import Arm
 from albert_tf.tasks.finetuning import FinetuningOptions
 from albert_tf.tasks.glue import GlueOptions, run_glue
 from albert_tf.tasks.text_classification import TextClassificationOptions, run_text_classification
@@ -110,7 +112,7 @@ def _finetuning_options(output_dir: str, arm: Arm, arm_dir: str, budget: Budget,
         learning_rate=budget.finetune_learning_rate, train_step=budget.finetune_steps,
         warmup_step=max(1, budget.finetune_steps // 10), save_checkpoints_steps=budget.finetune_steps,
         steps_per_loop=min(budget.finetune_steps, 100), keep_checkpoint_max=1, jit_compile=jit_compile,
-        seed=arm.seed)
+        mixed_precision=budget.mixed_precision, seed=arm.seed)
 
 
 def _finetune(task: str, options: FinetuningOptions, data: PretrainingData,
@@ -124,27 +126,32 @@ def _finetune(task: str, options: FinetuningOptions, data: PretrainingData,
     return results["eval"]
 
 
-def run_downstream(arms: Sequence[Arm], arms_dir: str, budget: Budget, data: PretrainingData,
+def run_downstream(arms: Sequence[Arm], directories: Mapping[str, str], budget: Budget, data: PretrainingData,
                    glue_data_dir: Optional[str] = None, jit_compile="auto") -> Dict[str, Dict[str, Mapping]]:
-    """Fine-tunes every arm on every downstream task not yet finished; returns {arm.key: {task: dev metrics}}."""
+    """Fine-tunes every arm's training (in `directories[arm.key]`) on every downstream task not yet finished, once
+    per training directory; returns {arm.key: {task: dev metrics}}."""
     tasks = downstream_tasks(glue_data_dir)
     if arms:
         prepare_document_classification(data, budget)
-    runs, pending = {arm.key: {} for arm in arms}, []
+    # One run per training directory and task: the first arm of a directory stands for the others.
+    owners: Dict[str, Arm] = {}
     for arm in arms:
+        owners.setdefault(directories[arm.key], arm)
+    runs: Dict[str, Dict[str, Mapping]] = {directory: {} for directory in owners}
+    pending = []
+    for directory, arm in owners.items():
         for task in tasks:
-            path = os.path.join(arm_directory(arms_dir, arm), DOWNSTREAM_DIR_NAME, task, RESULT_NAME)
+            path = os.path.join(directory, DOWNSTREAM_DIR_NAME, task, RESULT_NAME)
             if os.path.exists(path):
                 with open(path, encoding="utf-8") as handle:
-                    runs[arm.key][task] = json.load(handle)
+                    runs[directory][task] = json.load(handle)
             else:
-                pending.append((arm, task))
-    logging.info("Downstream runs: %d finished and kept, %d to run", len(arms) * len(tasks) - len(pending),
+                pending.append((directory, arm, task))
+    logging.info("Downstream runs: %d finished and kept, %d to run", len(owners) * len(tasks) - len(pending),
                  len(pending))
     started = time.time()
     cached_dir = os.path.join(os.path.dirname(data.document_classification_dir), "features")
-    for index, (arm, task) in enumerate(pending):
-        arm_dir = arm_directory(arms_dir, arm)
+    for index, (arm_dir, arm, task) in enumerate(pending):
         output_dir = os.path.join(arm_dir, DOWNSTREAM_DIR_NAME, task)
         logging.info("Downstream %s on %s: fine-tuning (%d of %d to run)", arm.key, task, index + 1, len(pending))
         options = _finetuning_options(output_dir, arm, arm_dir, budget, data, cached_dir, jit_compile)
@@ -153,8 +160,8 @@ def run_downstream(arms: Sequence[Arm], arms_dir: str, budget: Budget, data: Pre
         with open(temporary, "w", encoding="utf-8") as handle:
             json.dump(metrics, handle, indent=2, sort_keys=True, default=float)
         os.replace(temporary, os.path.join(output_dir, RESULT_NAME))
-        runs[arm.key][task] = metrics
+        runs[arm_dir][task] = metrics
         done = index + 1
         eta = (time.time() - started) / done * (len(pending) - done)
         logging.info("Downstream runs done: %d of %d to run, ETA %.0f s", done, len(pending), eta)
-    return runs
+    return {arm.key: runs[directories[arm.key]] for arm in arms}

@@ -10,8 +10,8 @@ went at this scale, and the report says it cannot speak for the largest models.
 
 Example:
 >>> model = dict(hidden_size=32, num_hidden_layers=2, num_attention_heads=2, intermediate_size=64)
->>> [(arm.name, arm.config.hidden_dropout_prob, arm.curve_points) for arm in dropout_arms(model, 100, seeds=[0])]
-[('dropout0', 0.0, 4), ('dropout0.1', 0.1, 4)]
+>>> [(arm.name, arm.config.hidden_dropout_prob) for arm in dropout_arms(model, 100, seeds=[0])]
+[('dropout0', 0.0), ('dropout0.1', 0.1)]
 """
 
 from typing import Dict, List, Mapping, Sequence
@@ -24,8 +24,6 @@ from albert_tf.experiments.verdicts import judge_difference, mean_and_spread, me
 
 NAME = "dropout"
 RATES = (0.0, 0.1)
-# Held-out evaluations along each run (evenly spaced checkpoints, the last at the final step).
-CURVE_POINTS = 4
 # Table 8, ALBERT-xxlarge at 1M steps: the downstream average with and without dropout.
 PAPER = {0.0: 90.7, 0.1: 90.4}
 
@@ -38,8 +36,7 @@ def dropout_arms(model: Mapping[str, object], vocab_size: int, seeds: Sequence[i
     """One arm per dropout rate and seed, all else from the same model."""
     return [Arm(NAME, _arm_name(rate), seed,
                 AlbertConfig(vocab_size=vocab_size, **{**model, "hidden_dropout_prob": rate,
-                                                       "attention_probs_dropout_prob": rate}),
-                curve_points=CURVE_POINTS)
+                                                       "attention_probs_dropout_prob": rate}))
             for rate in RATES for seed in seeds]
 
 

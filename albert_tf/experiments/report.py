@@ -40,6 +40,10 @@ def report_text(sections: Sequence[Mapping[str, object]], scale: str, baselines:
               "(at 3 seeds a t-test needs about a third more).", ""]
     for section in sections:
         lines += [f"## {section['title']}", "", section["table"], ""]
+        if section.get("reused"):
+            lines += ["Reused trainings (the same model, records, objective and seed at this budget, trained once; "
+                      "each row's evaluations are run on that training's checkpoints): " + "; ".join(
+                          f"{arm} is {owner}" for arm, owner in section["reused"].items()) + ".", ""]
         for claim in section["claims"].values():
             numbers = ""
             if "difference" in claim:
@@ -173,6 +177,8 @@ def write_report(output_dir: str, sections: Sequence[Dict[str, object]], results
     for key, result in results.items():
         experiment, arm, seed = key.split("/")
         metrics = {"parameters": result["parameters"], **result["eval"]}
+        if result.get("trained_as", key) != key:
+            metrics["trained_as"] = result["trained_as"]
         for task, task_metrics in result.get("downstream", {}).items():
             metrics.update({f"downstream/{task}/{name}": value for name, value in task_metrics.items()})
         for pure_set, pure_metrics in result.get("pure_eval", {}).items():

@@ -13,7 +13,7 @@ then writes the report.
 
 import dataclasses
 import os
-from typing import Dict, List, Optional, Sequence
+from typing import Dict, List, Mapping, Optional, Sequence
 
 from absl import logging
 
@@ -77,6 +77,22 @@ def _scale_text(budget, seeds: Sequence[int], corpus: str) -> str:
             "neither the masked LM nor SOP ever names a document.")
 
 
+def reused_trainings(results: Mapping[str, Mapping[str, object]]) -> Dict[str, str]:
+    """{experiment/arm: the experiment/arm whose training it reuses} for the arms of `results` (run_arms' results)
+    trained in another arm's directory.
+
+    Example:
+    >>> reused_trainings({"dropout/dropout0/seed0": {"trained_as": "sharing/all/seed0"},
+    ...                   "dropout/dropout0.1/seed0": {"trained_as": "dropout/dropout0.1/seed0"}})
+    {'dropout/dropout0': 'sharing/all'}
+    """
+    reused = {}
+    for key, result in sorted(results.items()):
+        if result["trained_as"] != key:
+            reused[key.rsplit("/", 1)[0]] = result["trained_as"].rsplit("/", 1)[0]
+    return reused
+
+
 def _majority_baselines(data: PretrainingData, budget: Budget) -> Dict[str, float]:
     """What always answering the most frequent class scores on each held-out set: the floor a run must beat."""
     shapes = dict(max_seq_length=budget.max_seq_length, max_predictions_per_seq=budget.max_predictions_per_seq)
@@ -109,14 +125,18 @@ def run_reproduction(options: ReproduceOptions) -> Dict[str, str]:
         baselines = _majority_baselines(data, budget)
         downstream_arms = [arm for arm in arms if arm.downstream]
         if downstream_arms:
-            for key, scores in run_downstream(downstream_arms, os.path.join(output_dir, "arms"), budget, data,
-                                              options.glue_data_dir, options.jit_compile).items():
+            directories = {arm.key: results[arm.key]["directory"] for arm in downstream_arms}
+            for key, scores in run_downstream(downstream_arms, directories, budget, data, options.glue_data_dir,
+                                              options.jit_compile).items():
                 results[key]["downstream"] = scores
             baselines.update(downstream_baselines(data, options.glue_data_dir))
-    sections = [EXPERIMENTS[name][1]({key: value for key, value in results.items() if key.startswith(name + "/")},
-                                     baselines) if name in EXPERIMENTS else
-                MEASUREMENTS[name](budget.speed, os.path.join(output_dir, name), options.jit_compile)
-                for name in names]
+    sections = []
+    for name in names:
+        if name in EXPERIMENTS:
+            own = {key: value for key, value in results.items() if key.startswith(name + "/")}
+            sections.append({**EXPERIMENTS[name][1](own, baselines), "reused": reused_trainings(own)})
+        else:
+            sections.append(MEASUREMENTS[name](budget.speed, os.path.join(output_dir, name), options.jit_compile))
     corpus = ", ".join(options.corpus) if options.corpus else "the built-in docstring corpus"
     paths = write_report(output_dir, sections, results, _scale_text(budget, options.seeds, corpus), baselines)
     logging.info("Report: %s", paths["report"])

@@ -1,8 +1,16 @@
 """Arms and the resumable run over them: every arm is an ordinary pretraining output directory.
 
-An arm is finished when its directory holds `arm_result.json`, written after its evaluation: a rerun keeps it
-untouched. An arm without it is trained by run_pretraining, which resumes from the directory's last checkpoint,
-then evaluated. Progress logs the arms done and remaining, with an ETA from the arms trained in this run.
+Arms that train the same model on the same records with the same objective and seed (`Arm.training`; the budget
+fixes steps, batch, schedule and checkpoints for all) are one training: several experiments need the not-shared
+and the all-shared model, for instance. It is trained once, in the directory of the first of its arms that already
+holds a training (so a run of other experiments finds it), or else of its first arm in order, and every arm of it
+reads that result; the evaluations only some of them ask for (the pure sets, the block transitions) are run on its
+final checkpoint and kept in the same `arm_result.json`.
+
+A training is finished when its directory holds `arm_result.json`, written after its evaluation: a rerun keeps it
+(adding only an evaluation a newly requested arm needs). A training without it is run by run_pretraining, which
+resumes from the directory's last checkpoint, then evaluated. Progress logs the trainings done and remaining, with
+an ETA from the steps trained in this run.
 
 Example (it trains, so it is not run here):
 >>> arm = Arm(experiment="sharing", name="share_all", seed=0, config=AlbertConfig(vocab_size=1000))  # doctest: +SKIP
@@ -12,10 +20,11 @@ Example (it trains, so it is not run here):
 """
 
 import dataclasses
+import glob
 import json
 import os
 import time
-from typing import Dict, List, Sequence
+from typing import Dict, List, Mapping, Sequence
 
 from absl import logging
 
@@ -31,8 +40,11 @@ from data_gen.pretraining_input import pretraining_dataset_fn
 ARM_RESULT_NAME = "arm_result.json"
 # Held-out batches the block transitions are measured on.
 TRANSITION_BATCHES = 8
-# The held-out metrics of an arm's held-out curve (`Arm.curve_points`).
+# The held-out metrics of an arm's held-out curve.
 CURVE_METRICS = ("masked_lm_accuracy", "masked_lm_loss")
+# Every arm keeps this many evenly spaced checkpoints (the last at the final step) and its result holds the held-out
+# metrics of each: the same checkpoints for every arm, so arms that differ only in what they read are one training.
+HELD_OUT_CURVE_POINTS = 4
 # Points of each arm's learning curve: the training loss and metrics are logged (to train/'s TensorBoard events)
 # this many times over the run.
 CURVE_POINTS = 20
@@ -44,9 +56,9 @@ class Arm:
     sentence loss weighted by `sentence_loss_weight` (0: the masked LM alone), evaluated on the original
     generator's held-out records and, with `evaluate_pure_sets`, on the pure SOP and NSP sets; with
     `measure_transitions`, its block transitions are measured on the held-out records (and, for one shared block,
-    at twice the trained depth); with `curve_points`, it keeps that many evenly spaced checkpoints and its result
-    holds the held-out metrics of each (a held-out learning curve); with `downstream`, it is fine-tuned for the
-    downstream score (albert_tf.experiments.downstream)."""
+    at twice the trained depth); with `downstream`, it is fine-tuned for the downstream score
+    (albert_tf.experiments.downstream). Every arm's result holds the held-out metrics of its HELD_OUT_CURVE_POINTS
+    kept checkpoints (a held-out learning curve)."""
 
     experiment: str
     name: str
@@ -56,12 +68,19 @@ class Arm:
     sentence_loss_weight: float = 1.0
     evaluate_pure_sets: bool = False
     measure_transitions: bool = False
-    curve_points: int = 0
     downstream: bool = False
 
     @property
     def key(self) -> str:
         return f"{self.experiment}/{self.name}/seed{self.seed}"
+
+    @property
+    def training(self) -> str:
+        """What decides the trained weights at a given budget: the model, the records, the sentence loss weight and
+        the seed (equal strings: one training)."""
+        return json.dumps({"config": self.config.to_dict(), "train_data": self.train_data,
+                           "sentence_loss_weight": float(self.sentence_loss_weight), "seed": self.seed},
+                          sort_keys=True)
 
 
 def arm_directory(arms_dir: str, arm: Arm) -> str:
@@ -70,7 +89,7 @@ def arm_directory(arms_dir: str, arm: Arm) -> str:
 
 def _pretraining_options(output_dir: str, arm: Arm, budget: Budget, data: PretrainingData,
                          jit_compile) -> PretrainingOptions:
-    save_every = budget.num_train_steps // arm.curve_points if arm.curve_points else budget.num_train_steps
+    save_every = budget.num_train_steps // HELD_OUT_CURVE_POINTS
     # A loop as long as the log interval: each logged point is the mean over the steps since the previous one.
     curve_interval = max(1, budget.num_train_steps // CURVE_POINTS)
     return PretrainingOptions(
@@ -80,14 +99,52 @@ def _pretraining_options(output_dir: str, arm: Arm, budget: Budget, data: Pretra
         train_batch_size=budget.train_batch_size, eval_batch_size=budget.eval_batch_size, optimizer="lamb",
         learning_rate=budget.learning_rate, num_train_steps=budget.num_train_steps,
         num_warmup_steps=budget.num_warmup_steps, save_checkpoints_steps=max(1, save_every),
-        keep_checkpoint_max=max(1, arm.curve_points), max_eval_steps=budget.max_eval_steps,
+        keep_checkpoint_max=HELD_OUT_CURVE_POINTS, max_eval_steps=budget.max_eval_steps,
         log_every_steps=curve_interval, steps_per_loop=curve_interval,
-        jit_compile=jit_compile, seed=arm.seed, sentence_loss_weight=arm.sentence_loss_weight)
+        jit_compile=jit_compile, mixed_precision=budget.mixed_precision, seed=arm.seed,
+        sentence_loss_weight=arm.sentence_loss_weight)
 
 
 def _read_result(path: str) -> Dict[str, object]:
     with open(path, encoding="utf-8") as handle:
         return json.load(handle)
+
+
+def _write_result(output_dir: str, result: Mapping[str, object]) -> None:
+    temporary = os.path.join(output_dir, ARM_RESULT_NAME + ".incomplete")
+    with open(temporary, "w", encoding="utf-8") as handle:
+        json.dump(result, handle, indent=2, sort_keys=True, default=float)
+    os.replace(temporary, os.path.join(output_dir, ARM_RESULT_NAME))
+
+
+def _missing_evaluations(arm: Arm, result: Mapping[str, object]) -> List[str]:
+    """The evaluations `arm` asks for that `result` does not hold yet."""
+    return ([name for name, wanted in (("pure_eval", arm.evaluate_pure_sets), ("transitions", arm.measure_transitions))
+             if wanted and name not in result])
+
+
+def _add_evaluations(arm: Arm, options: PretrainingOptions, result: Dict[str, object], budget: Budget,
+                     data: PretrainingData) -> Dict[str, object]:
+    """Runs, on the final checkpoint, the evaluations `arm` asks for that `result` lacks, and writes the result."""
+    missing = _missing_evaluations(arm, result)
+    if missing:
+        lengths = dict(max_seq_length=budget.max_seq_length, max_predictions_per_seq=budget.max_predictions_per_seq)
+        run = Pretraining(arm.config, options)
+        if "pure_eval" in missing:
+            result["pure_eval"] = {
+                task: run.evaluate_latest(pretraining_dataset_fn(pattern, is_training=False, **lengths))
+                for task, pattern in sorted(data.pure_eval_patterns.items())}
+        if "transitions" in missing:
+            run.trainer.restore()
+            dataset_fn = pretraining_dataset_fn(data.eval_pattern, is_training=False, **lengths)
+            batches = list(dataset_fn(None, budget.eval_batch_size, 0).take(TRANSITION_BATCHES))
+            result["transitions"] = block_transitions(run.model.encoder, batches)
+            if arm.config.share_type == "all":
+                deeper = deeper_shared_encoder(run.model.encoder, 2 * arm.config.num_hidden_layers, batches[0])
+                result["transitions_twice_as_deep"] = block_transitions(deeper, batches)
+    if missing or not os.path.exists(os.path.join(options.output_dir, ARM_RESULT_NAME)):
+        _write_result(options.output_dir, result)
+    return result
 
 
 def run_arm(arm: Arm, output_dir: str, budget: Budget, data: PretrainingData, jit_compile="auto") -> Dict[str, object]:
@@ -96,31 +153,12 @@ def run_arm(arm: Arm, output_dir: str, budget: Budget, data: PretrainingData, ji
     results = run_pretraining(arm.config, options)
     result = {"arm": arm.name, "seed": arm.seed, "parameters": encoder_parameters(arm.config),
               "eval": results["eval"], "train": results["train"]}
-    if arm.curve_points:
-        # What run_pretraining's evaluation of every kept checkpoint wrote for TensorBoard (a rerun's last value).
-        eval_dir = os.path.join(output_dir, "eval")
-        curves = {key: read_scalars(eval_dir, key) for key in CURVE_METRICS}
-        result["curve"] = {"step": list(curves[CURVE_METRICS[0]]),
-                           **{key: list(values.values()) for key, values in curves.items()}}
-    lengths = dict(max_seq_length=budget.max_seq_length, max_predictions_per_seq=budget.max_predictions_per_seq)
-    if arm.evaluate_pure_sets or arm.measure_transitions:
-        run = Pretraining(arm.config, options)
-    if arm.evaluate_pure_sets:
-        result["pure_eval"] = {task: run.evaluate_latest(pretraining_dataset_fn(pattern, is_training=False, **lengths))
-                               for task, pattern in sorted(data.pure_eval_patterns.items())}
-    if arm.measure_transitions:
-        run.trainer.restore()
-        dataset_fn = pretraining_dataset_fn(data.eval_pattern, is_training=False, **lengths)
-        batches = list(dataset_fn(None, budget.eval_batch_size, 0).take(TRANSITION_BATCHES))
-        result["transitions"] = block_transitions(run.model.encoder, batches)
-        if arm.config.share_type == "all":
-            deeper = deeper_shared_encoder(run.model.encoder, 2 * arm.config.num_hidden_layers, batches[0])
-            result["transitions_twice_as_deep"] = block_transitions(deeper, batches)
-    temporary = os.path.join(output_dir, ARM_RESULT_NAME + ".incomplete")
-    with open(temporary, "w", encoding="utf-8") as handle:
-        json.dump(result, handle, indent=2, sort_keys=True, default=float)
-    os.replace(temporary, os.path.join(output_dir, ARM_RESULT_NAME))
-    return result
+    # What run_pretraining's evaluation of every kept checkpoint wrote for TensorBoard (a rerun's last value).
+    eval_dir = os.path.join(output_dir, "eval")
+    curves = {key: read_scalars(eval_dir, key) for key in CURVE_METRICS}
+    result["curve"] = {"step": list(curves[CURVE_METRICS[0]]),
+                       **{key: list(values.values()) for key, values in curves.items()}}
+    return _add_evaluations(arm, options, result, budget, data)
 
 
 def _eta_text(seconds: float) -> str:
@@ -129,29 +167,82 @@ def _eta_text(seconds: float) -> str:
     return f"{hours}h{minutes:02d}m{seconds:02d}s" if hours else f"{minutes}m{seconds:02d}s"
 
 
+def trainings(arms: Sequence[Arm]) -> List[List[Arm]]:
+    """The arms grouped by `Arm.training`, each group in the arms' order, the groups in the order of their first arm.
+
+    Example:
+    >>> config = AlbertConfig(vocab_size=100)
+    >>> arms = [Arm("a", "x", 0, config), Arm("b", "y", 0, config), Arm("b", "z", 0, config, train_data="nsp")]
+    >>> [[arm.key for arm in group] for group in trainings(arms)]
+    [['a/x/seed0', 'b/y/seed0'], ['b/z/seed0']]
+    """
+    groups: Dict[str, List[Arm]] = {}
+    for arm in arms:
+        groups.setdefault(arm.training, []).append(arm)
+    return list(groups.values())
+
+
+def _trained_steps(directory: str) -> int:
+    """The step of the directory's last checkpoint (0 when it has none)."""
+    steps = [int(name[len("ckpt-"):-len(".index")]) for name in
+             (os.path.basename(path) for path in glob.glob(os.path.join(directory, "ckpt-*.index")))
+             if name[len("ckpt-"):-len(".index")].isdigit()]
+    return max(steps, default=0)
+
+
+def training_arm(group: Sequence[Arm], arms_dir: str) -> Arm:
+    """The arm of `group` whose directory holds (or will hold) the group's training: the first whose directory has
+    a finished result, else the first with a checkpoint, else the first; it asks for every evaluation any arm of
+    the group asks for."""
+    finished = [arm for arm in group if os.path.exists(os.path.join(arm_directory(arms_dir, arm), ARM_RESULT_NAME))]
+    started = [arm for arm in group if _trained_steps(arm_directory(arms_dir, arm))]
+    owner = (finished or started or list(group))[0]
+    return dataclasses.replace(owner, evaluate_pure_sets=any(arm.evaluate_pure_sets for arm in group),
+                               measure_transitions=any(arm.measure_transitions for arm in group))
+
+
 def run_arms(arms: Sequence[Arm], arms_dir: str, budget: Budget, data: PretrainingData,
              jit_compile="auto") -> Dict[str, Dict[str, object]]:
-    """Runs every arm that is not finished, in order, and returns {arm.key: its result} for all of them, each with
-    its `directory` (where its training curves are) and its model `config` added."""
+    """Runs every training the arms need that is not finished, in order, and returns {arm.key: its result} for
+    every arm, each with its `directory` (where its training and curves are), `trained_as` (the key of the arm
+    that directory belongs to: the arm's own unless it reuses another's training) and its model `config` added."""
     keys = [arm.key for arm in arms]
     if len(set(keys)) != len(keys):
         raise ValueError(f"Two arms share a key: {sorted(key for key in keys if keys.count(key) > 1)}.")
+    groups = [(group, training_arm(group, arms_dir)) for group in trainings(arms)]
     results: Dict[str, Dict[str, object]] = {}
-    pending: List[Arm] = []
-    for arm in arms:
-        path = os.path.join(arm_directory(arms_dir, arm), ARM_RESULT_NAME)
+    pending = []
+    for group, owner in groups:
+        path = os.path.join(arm_directory(arms_dir, owner), ARM_RESULT_NAME)
         if os.path.exists(path):
-            results[arm.key] = _read_result(path)
+            results[owner.key] = _read_result(path)
+            if _missing_evaluations(owner, results[owner.key]):
+                logging.info("Training %s: finished; adding %s for the arms that reuse it", owner.key,
+                             ", ".join(_missing_evaluations(owner, results[owner.key])))
+                options = _pretraining_options(arm_directory(arms_dir, owner), owner, budget, data, jit_compile)
+                results[owner.key] = _add_evaluations(owner, options, results[owner.key], budget, data)
         else:
-            pending.append(arm)
-    logging.info("Arms: %d finished and kept, %d to run", len(results), len(pending))
-    started = time.time()
-    for index, arm in enumerate(pending):
-        logging.info("Arm %s: training (%d of %d to run)", arm.key, index + 1, len(pending))
-        results[arm.key] = run_arm(arm, arm_directory(arms_dir, arm), budget, data, jit_compile)
-        done = index + 1
-        eta = (time.time() - started) / done * (len(pending) - done)
-        logging.info("Arms done: %d of %d; remaining %d, ETA %s", len(results), len(arms), len(pending) - done,
+            pending.append(owner)
+    logging.info("Arms: %d, in %d trainings (%d arms reuse another arm's training); trainings: %d finished and "
+                 "kept, %d to run", len(arms), len(groups), len(arms) - len(groups), len(groups) - len(pending),
+                 len(pending))
+    remaining_steps = sum(budget.num_train_steps - _trained_steps(arm_directory(arms_dir, arm)) for arm in pending)
+    started, trained_steps = time.time(), 0
+    for index, owner in enumerate(pending):
+        directory = arm_directory(arms_dir, owner)
+        logging.info("Training %s (%d of %d to run; %d steps to go in all)", owner.key, index + 1, len(pending),
+                     remaining_steps)
+        steps_before = _trained_steps(directory)
+        results[owner.key] = run_arm(owner, directory, budget, data, jit_compile)
+        trained_steps += budget.num_train_steps - steps_before
+        remaining_steps -= budget.num_train_steps - steps_before
+        eta = (time.time() - started) / max(1, trained_steps) * remaining_steps
+        logging.info("Trainings done: %d of %d; remaining %d (%d steps), ETA %s",
+                     len(groups) - len(pending) + index + 1, len(groups), len(pending) - index - 1, remaining_steps,
                      _eta_text(eta))
-    return {arm.key: {**results[arm.key], "directory": arm_directory(arms_dir, arm), "config": arm.config.to_dict()}
-            for arm in arms}
+    combined = {}
+    for group, owner in groups:
+        for arm in group:
+            combined[arm.key] = {**results[owner.key], "directory": arm_directory(arms_dir, owner),
+                                 "trained_as": owner.key, "config": arm.config.to_dict()}
+    return combined

@@ -10,7 +10,7 @@ from albert_tf.experiments.budgets import SMOKE
 from albert_tf.experiments.downstream import downstream_baselines, run_downstream
 from albert_tf.experiments.pretraining_data import prepare_pretraining_data
 from albert_tf.experiments.reproduce import ReproduceOptions, run_reproduction
-from albert_tf.experiments.runner import run_arms
+from albert_tf.experiments.runner import arm_directory, run_arms
 from albert_tf.experiments.sharing import sharing_arms
 from tests.helpers import write_corpus
 
@@ -49,11 +49,12 @@ def test_an_arm_is_fine_tuned_on_every_task_once_and_a_rerun_keeps_the_runs(tmp_
                if arm.name == "group2")
     assert arm.downstream and arm.config.num_hidden_groups == 2
     arms_dir = str(tmp_path / "arms")
+    directories = {arm.key: arm_directory(arms_dir, arm)}
     with pytest.raises(ValueError, match="Arm sharing/group2/seed0 has no checkpoint in .* to fine-tune"):
-        run_downstream([arm], arms_dir, BUDGET, data, jit_compile=False)
+        run_downstream([arm], directories, BUDGET, data, jit_compile=False)
     run_arms([arm], arms_dir, BUDGET, data, jit_compile=False)
 
-    scores = run_downstream([arm], arms_dir, BUDGET, data, glue_dir, jit_compile=False)[arm.key]
+    scores = run_downstream([arm], directories, BUDGET, data, glue_dir, jit_compile=False)[arm.key]
     assert set(scores) == {"documents", "sst-2", "mnli"}
     assert all(scores[task]["global_step"] == BUDGET.finetune_steps for task in scores)
     assert set(scores["mnli"]) >= {"accuracy", "accuracy_mismatched"}
@@ -66,7 +67,7 @@ def test_an_arm_is_fine_tuned_on_every_task_once_and_a_rerun_keeps_the_runs(tmp_
     checkpoint = os.path.join(run_dir, "sst-2", f"ckpt-{BUDGET.finetune_steps}.index")
     written = os.path.getmtime(checkpoint)
     with caplog.at_level("INFO", logger="absl"):
-        again = run_downstream([arm], arms_dir, BUDGET, data, glue_dir, jit_compile=False)[arm.key]
+        again = run_downstream([arm], directories, BUDGET, data, glue_dir, jit_compile=False)[arm.key]
     assert again == scores and os.path.getmtime(checkpoint) == written
     assert "Downstream runs: 3 finished and kept, 0 to run" in caplog.text
 

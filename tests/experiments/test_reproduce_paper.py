@@ -6,8 +6,9 @@ import os
 
 import pytest
 
-from albert_tf.experiments import dropout, speed
+from albert_tf.experiments import speed
 from albert_tf.experiments.reproduce import EXPERIMENT_NAMES, EXPERIMENTS
+from albert_tf.experiments.runner import HELD_OUT_CURVE_POINTS
 from data_gen import corpora
 from tests.helpers import run_script
 
@@ -78,14 +79,23 @@ def test_smoke_budget_writes_every_table_plot_and_key_and_a_rerun_keeps_the_arms
     assert set(EXPERIMENT_NAMES) == {"sharing", "sop_vs_nsp", "layer_transitions", "embedding_size", "dropout",
                                      "speed"}
 
+    # Fifteen arms, nine trainings: each row that reuses another arm's training says so in the report and in
+    # results.json, and its training directory is that arm's.
+    assert "Reused trainings (the same model, records, objective and seed" in report
+    assert "sop_vs_nsp/sop is sharing/all." in report and "dropout/dropout0 is sharing/all." in report
+    assert "layer_transitions/all is sharing/all; layer_transitions/none is sharing/none." in report
+    assert document["arms"]["embedding_size/none_E16"]["seed0"]["trained_as"] == "sharing/none/seed0"
+    assert "trained_as" not in document["arms"]["sharing/none"]["seed0"]
+    assert sorted(os.listdir(os.path.join(output_dir, "arms", "dropout"))) == ["dropout0.1"]
     mtimes = _checkpoint_mtimes(output_dir)
-    # One checkpoint per arm (the dropout arms keep one per curve point) and per sharing arm's downstream run.
-    assert len([path for path in mtimes if path.endswith(".index")]) == 13 + 2 * dropout.CURVE_POINTS + 4
+    # The kept checkpoints of each training and one per sharing arm's downstream run.
+    assert len([path for path in mtimes if path.endswith(".index")]) == 9 * HELD_OUT_CURVE_POINTS + 4
     speed_records = {path: os.path.getmtime(path) for path in glob.glob(os.path.join(output_dir, "speed", "*.json"))}
     assert len(speed_records) == len(speed.MODELS)
     rerun = run_script("reproduce_paper", *flags)
     assert rerun.returncode == 0, rerun.stderr[-3000:]
-    assert "Arms: 15 finished and kept, 0 to run" in rerun.stderr
+    assert "Arms: 15, in 9 trainings (6 arms reuse another arm's training); trainings: 9 finished and kept, 0 to run" \
+        in rerun.stderr
     assert "Downstream runs: 4 finished and kept, 0 to run" in rerun.stderr
     assert _checkpoint_mtimes(output_dir) == mtimes
     assert {path: os.path.getmtime(path) for path in speed_records} == speed_records
