@@ -8,7 +8,7 @@ Example:
 """
 
 import dataclasses
-from typing import Dict, Optional
+from typing import Dict, Optional, Tuple
 
 from albert_tf.config import PRESETS
 
@@ -59,6 +59,10 @@ class Budget:
     warmup_steps: Optional[int] = None
     # The Keras dtype policy of every pretraining and fine-tuning run.
     mixed_precision: str = "float32"
+    # Candidates for the learning rate of every arm, each trained for `learning_rate_steps` on one seed before the
+    # arms (albert_tf.experiments.learning_rate); none: every arm trains at `learning_rate`.
+    learning_rate_candidates: Tuple[float, ...] = ()
+    learning_rate_steps: int = 0
     speed: SpeedBudget = SpeedBudget()
     # The downstream score: fine-tuning on the held-out document classification (and GLUE's, when given).
     downstream_documents: int = 8
@@ -82,17 +86,19 @@ SMOKE = Budget(
     speed=SpeedBudget(width_divisor=32, depth_divisor=12, batch_size=4, seq_length=32, max_predictions_per_seq=5,
                       steps=2, warmup_steps=1, repeats=1, isolate=False, measure_peak=False))
 
-# BERT-mini/small-like models on the larger built-in corpus (--include_site_packages), sized by measurement on 2 CPU
-# cores (BUILD_NOTES, "The small budget"): ALBERT v2's block (no dropout) at 4 layers, H=256, E=128, 4 heads,
-# sequence 128, a 10,000-piece vocabulary.
+# BERT-mini/small-like models on the larger built-in corpus (--include_site_packages), sized by measurement on 2
+# CPU cores (BUILD_NOTES, "The small budget"): ALBERT v2's block (no dropout) at 4 layers, H=256, E=128, 4 heads,
+# sequence 128, a 10,000-piece vocabulary, 2,000 LAMB steps of 32 in mixed_bfloat16 (1.6x float32's speed on a
+# CPU with bfloat16 units). The learning rate is chosen among the candidates before the arms train (learning_rate
+# stays for a run with the candidates removed).
 SMALL = Budget(
     name="small",
     model=dict(embedding_size=128, hidden_size=256, num_hidden_layers=4, num_attention_heads=4, intermediate_size=1024,
                max_position_embeddings=512, hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0),
     vocab_size=10000, max_seq_length=128, max_predictions_per_seq=20, dupe_factor=10, train_batch_size=32,
-    num_train_steps=4000, learning_rate=0.005, max_eval_steps=100,
-    mixed_precision="mixed_bfloat16", downstream_documents=16, finetune_steps=300, finetune_batch_size=32,
-    finetune_learning_rate=1e-4)
+    num_train_steps=2000, learning_rate=0.01, max_eval_steps=100, mixed_precision="mixed_bfloat16",
+    learning_rate_candidates=(0.0025, 0.005, 0.01, 0.02), learning_rate_steps=500,
+    downstream_documents=16, finetune_steps=100, finetune_batch_size=32, finetune_learning_rate=1e-4)
 
 # The paper's settings (section 4.1): ALBERT-base (v2: no dropout), a 30,000-piece vocabulary, 125k LAMB steps of
 # 4096 x 512 at 0.00176 with 3,125 warm-up steps, up to 20 masked positions. For accelerators: nothing here runs it.

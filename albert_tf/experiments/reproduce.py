@@ -20,6 +20,7 @@ from absl import logging
 from albert_tf.experiments import dropout, embedding_size, layer_transitions, sharing, sop_vs_nsp, speed
 from albert_tf.experiments.budgets import Budget, budget_for
 from albert_tf.experiments.downstream import check_glue_data_dir, downstream_baselines, run_downstream
+from albert_tf.experiments.learning_rate import choose_learning_rate, learning_rate_section
 from albert_tf.experiments.pretraining_data import PretrainingData, prepare_pretraining_data
 from albert_tf.experiments.report import write_report
 from albert_tf.experiments.runner import run_arms
@@ -66,8 +67,9 @@ def _scale_text(budget, seeds: Sequence[int], corpus: str) -> str:
     model = budget.model
     tokens = budget.num_train_steps * budget.train_batch_size * budget.max_seq_length
     return (f"budget `{budget.name}`: {model['num_hidden_layers']} layers, H={model['hidden_size']}, "
-            f"E={model['embedding_size']}, vocabulary {budget.vocab_size}; {budget.num_train_steps} steps of "
-            f"{budget.train_batch_size} x {budget.max_seq_length} tokens (about {tokens:,} tokens seen, the paper's "
+            f"E={model['embedding_size']}, vocabulary {budget.vocab_size}; {budget.num_train_steps} LAMB steps of "
+            f"{budget.train_batch_size} x {budget.max_seq_length} tokens at {budget.learning_rate:g}, "
+            f"{budget.mixed_precision} (about {tokens:,} tokens seen, the paper's "
             f"ALBERT-base saw 125k x 4096 x 512); {len(seeds)} seed(s); corpus: {corpus}. The paper's figures are "
             "downstream scores of ALBERT-base; ours are held-out pretraining accuracies and, where an experiment "
             f"fine-tunes its arms, the dev accuracy after {budget.finetune_steps} fine-tuning steps of "
@@ -116,11 +118,13 @@ def run_reproduction(options: ReproduceOptions) -> Dict[str, str]:
     output_dir = os.path.abspath(options.output_dir)
     arms = [arm for name in names if name in EXPERIMENTS
             for arm in EXPERIMENTS[name][0](budget.model, budget.vocab_size, options.seeds)]
-    results, baselines = {}, {}
+    results, baselines, learning_rate_choice = {}, {}, {}
     # Only the experiments that train need the data; speed alone needs no corpus.
     if arms:
         data = prepare_pretraining_data(os.path.join(output_dir, "data"), budget, options.corpus,
                                         options.include_site_packages)
+        budget, learning_rate_choice = choose_learning_rate(budget, output_dir, data, options.seeds[0],
+                                                            options.jit_compile)
         results = run_arms(arms, os.path.join(output_dir, "arms"), budget, data, options.jit_compile)
         baselines = _majority_baselines(data, budget)
         downstream_arms = [arm for arm in arms if arm.downstream]
@@ -130,7 +134,7 @@ def run_reproduction(options: ReproduceOptions) -> Dict[str, str]:
                                               options.jit_compile).items():
                 results[key]["downstream"] = scores
             baselines.update(downstream_baselines(data, options.glue_data_dir))
-    sections = []
+    sections = [learning_rate_section(learning_rate_choice)] if learning_rate_choice else []
     for name in names:
         if name in EXPERIMENTS:
             own = {key: value for key, value in results.items() if key.startswith(name + "/")}

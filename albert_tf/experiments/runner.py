@@ -105,7 +105,7 @@ def _pretraining_options(output_dir: str, arm: Arm, budget: Budget, data: Pretra
         sentence_loss_weight=arm.sentence_loss_weight)
 
 
-def _read_result(path: str) -> Dict[str, object]:
+def read_result(path: str) -> Dict[str, object]:
     with open(path, encoding="utf-8") as handle:
         return json.load(handle)
 
@@ -171,7 +171,8 @@ def trainings(arms: Sequence[Arm]) -> List[List[Arm]]:
     """The arms grouped by `Arm.training`, each group in the arms' order, the groups in the order of their first arm.
 
     Example:
-    >>> config = AlbertConfig(vocab_size=100)
+    >>> config = AlbertConfig(vocab_size=100, hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
+    ...                       intermediate_size=64)
     >>> arms = [Arm("a", "x", 0, config), Arm("b", "y", 0, config), Arm("b", "z", 0, config, train_data="nsp")]
     >>> [[arm.key for arm in group] for group in trainings(arms)]
     [['a/x/seed0', 'b/y/seed0'], ['b/z/seed0']]
@@ -215,7 +216,7 @@ def run_arms(arms: Sequence[Arm], arms_dir: str, budget: Budget, data: Pretraini
     for group, owner in groups:
         path = os.path.join(arm_directory(arms_dir, owner), ARM_RESULT_NAME)
         if os.path.exists(path):
-            results[owner.key] = _read_result(path)
+            results[owner.key] = read_result(path)
             if _missing_evaluations(owner, results[owner.key]):
                 logging.info("Training %s: finished; adding %s for the arms that reuse it", owner.key,
                              ", ".join(_missing_evaluations(owner, results[owner.key])))
