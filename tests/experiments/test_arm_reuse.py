@@ -67,7 +67,7 @@ def test_a_finished_training_in_any_of_its_arms_directories_is_kept_for_all_of_t
     written = {group[0].key: os.path.getmtime(os.path.join(arm_directory(arms_dir, training_arm(group, arms_dir)),
                                                            ARM_RESULT_NAME)) for group in groups}
 
-    with caplog.at_level("INFO"):
+    with caplog.at_level("INFO", logger="absl"):
         results = run_arms(arms, arms_dir, budget, data=None, jit_compile=False)
     assert "Arms: 15, in 9 trainings (6 arms reuse another arm's training); trainings: 9 finished and kept, 0 to run" \
         in caplog.text
