@@ -19,7 +19,7 @@ from typing import Dict, List, Mapping, Sequence
 import numpy as np
 
 from albert_tf.config import AlbertConfig
-from albert_tf.experiments.runner import Arm
+from albert_tf.experiments.runner import Arm, seed_results
 from albert_tf.experiments.verdicts import judge_difference, mean_and_spread, mean_text
 
 NAME = "dropout"
@@ -40,16 +40,12 @@ def dropout_arms(model: Mapping[str, object], vocab_size: int, seeds: Sequence[i
             for rate in RATES for seed in seeds]
 
 
-def _arm_results(results: Mapping[str, Mapping[str, object]], arm: str) -> List[Mapping[str, object]]:
-    return [result for key, result in sorted(results.items()) if key.startswith(f"{NAME}/{arm}/")]
-
-
 def dropout_section(results: Mapping[str, Mapping[str, object]], baselines: Mapping[str, float]) -> Dict[str, object]:
     """The final figures beside the paper's, the curves (mean and seed spread per step), and the verdict."""
     rows, arms, failed, lines = [], {}, [], {}
     for rate in RATES:
         arm = _arm_name(rate)
-        arm_results = _arm_results(results, arm)
+        arm_results = seed_results(results, NAME, arm)
         mlm = [float(result["eval"]["masked_lm_accuracy"]) for result in arm_results]
         sop = [float(result["eval"]["sentence_order_accuracy"]) for result in arm_results]
         status = "ok"
@@ -70,7 +66,7 @@ def dropout_section(results: Mapping[str, Mapping[str, object]], baselines: Mapp
         judged = {"verdict": f"not judged: failed run(s) {', '.join(failed)}"}
     else:
         judged = judge_difference(*([float(result["eval"]["masked_lm_accuracy"])
-                                     for result in _arm_results(results, arm)] for arm in (first, second)),
+                                     for result in seed_results(results, NAME, arm)] for arm in (first, second)),
                                   expect_positive=True)
     claims = {"removing_dropout_helps": {
         "claim": "removing dropout helps at equal steps (final MLM: dropout 0 - dropout 0.1); the paper's claim is "

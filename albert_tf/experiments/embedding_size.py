@@ -18,7 +18,7 @@ Example:
 from typing import Dict, List, Mapping, Sequence
 
 from albert_tf.config import AlbertConfig
-from albert_tf.experiments.runner import Arm
+from albert_tf.experiments.runner import Arm, seed_results
 from albert_tf.experiments.verdicts import judge_difference, mean_and_spread, mean_text
 
 NAME = "embedding_size"
@@ -50,10 +50,6 @@ def embedding_size_arms(model: Mapping[str, object], vocab_size: int, seeds: Seq
             for share_type in SHARE_TYPES for size in embedding_sizes(model) for seed in seeds]
 
 
-def _arm_results(results: Mapping[str, Mapping[str, object]], arm: str) -> List[Mapping[str, object]]:
-    return [result for key, result in sorted(results.items()) if key.startswith(f"{NAME}/{arm}/")]
-
-
 def _sizes_in(results: Mapping[str, Mapping[str, object]]) -> List[int]:
     return sorted({int(key.split("/")[1].split("_E")[1]) for key in results if key.startswith(f"{NAME}/")})
 
@@ -61,7 +57,8 @@ def _sizes_in(results: Mapping[str, Mapping[str, object]]) -> List[int]:
 def _judge(results, first: str, second: str, failed: Sequence[str]) -> Dict[str, object]:
     if first in failed or second in failed:
         return {"verdict": f"not judged: failed run(s) {', '.join(sorted({first, second} & set(failed)))}"}
-    return judge_difference(*([float(result["eval"]["masked_lm_accuracy"]) for result in _arm_results(results, arm)]
+    return judge_difference(*([float(result["eval"]["masked_lm_accuracy"])
+                               for result in seed_results(results, NAME, arm)]
                               for arm in (first, second)), expect_positive=True)
 
 
@@ -75,7 +72,7 @@ def embedding_size_section(results: Mapping[str, Mapping[str, object]],
         means, spreads = [], []
         for size in sizes:
             arm = _arm_name(share_type, size)
-            arm_results = _arm_results(results, arm)
+            arm_results = seed_results(results, NAME, arm)
             mlm = [float(result["eval"]["masked_lm_accuracy"]) for result in arm_results]
             sop = [float(result["eval"]["sentence_order_accuracy"]) for result in arm_results]
             status = "ok"

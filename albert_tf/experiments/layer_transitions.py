@@ -18,7 +18,7 @@ from typing import Dict, List, Mapping, Sequence
 import numpy as np
 
 from albert_tf.config import AlbertConfig
-from albert_tf.experiments.runner import Arm
+from albert_tf.experiments.runner import Arm, seed_results
 from albert_tf.experiments.verdicts import MIN_SEEDS, judge_difference
 
 NAME = "layer_transitions"
@@ -36,10 +36,6 @@ def roughness(l2_means: Sequence[float]) -> float:
     return float(np.mean(np.abs(np.diff(l2_means)))) if len(l2_means) > 1 else 0.0
 
 
-def _arm_results(results, share_type):
-    return [result for key, result in sorted(results.items()) if key.startswith(f"{NAME}/{share_type}/")]
-
-
 def _curve(arm_results, key, metric):
     """Per depth, the mean over seeds of the per-seed token means, and the mean token spread."""
     per_seed = [[depth["mean"] for depth in result[key][metric]] for result in arm_results]
@@ -52,7 +48,7 @@ def layer_transitions_section(results: Mapping[str, Mapping[str, object]],
     """The per-depth table, the curves to plot, and the verdicts on smoothness and on a fixed point."""
     arms, curves, failed = {}, {}, []
     for share_type in SHARE_TYPES:
-        arm_results = _arm_results(results, share_type)
+        arm_results = seed_results(results, NAME, share_type)
         mlm = [float(result["eval"]["masked_lm_accuracy"]) for result in arm_results]
         status = "ok"
         if any(value <= baselines["masked_lm"] for value in mlm):
@@ -89,7 +85,7 @@ def layer_transitions_section(results: Mapping[str, Mapping[str, object]],
             **judge_difference(arms["none"]["roughness"], arms["all"]["roughness"], expect_positive=True)}
     deep_l2 = curves["all-shared at twice the depth"]["l2_distance"][0]
     approaches_zero = deep_l2[-1] < FIXED_POINT_FRACTION * deep_l2[0]
-    seeds = len(_arm_results(results, "all"))
+    seeds = len(seed_results(results, NAME, "all"))
     observed = "the distance approaches 0" if approaches_zero else "the distance stays above 0"
     claims["no_fixed_point"] = {
         "claim": f"the all-shared block, applied {len(deep_l2)} times, does not reach a fixed point (last L2 "

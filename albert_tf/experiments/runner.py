@@ -87,6 +87,12 @@ def arm_directory(arms_dir: str, arm: Arm) -> str:
     return os.path.join(arms_dir, arm.experiment, arm.name, f"seed{arm.seed}")
 
 
+def seed_results(results: Mapping[str, Mapping[str, object]], experiment: str,
+                arm: str) -> List[Mapping[str, object]]:
+    """The results of one arm of `experiment`, one per seed, in key order."""
+    return [result for key, result in sorted(results.items()) if key.startswith(f"{experiment}/{arm}/")]
+
+
 def _pretraining_options(output_dir: str, arm: Arm, budget: Budget, data: PretrainingData,
                          jit_compile) -> PretrainingOptions:
     save_every = budget.num_train_steps // HELD_OUT_CURVE_POINTS

@@ -24,7 +24,7 @@ Example:
 from typing import Callable, Dict, List, Mapping, Sequence
 
 from albert_tf.config import AlbertConfig
-from albert_tf.experiments.runner import Arm
+from albert_tf.experiments.runner import Arm, seed_results
 from albert_tf.experiments.verdicts import MIN_SEEDS, judge_difference, mean_and_spread, mean_text
 
 NAME = "sharing"
@@ -67,10 +67,6 @@ def sharing_arms(model: Mapping[str, object], vocab_size: int, seeds: Sequence[i
             for name, config in configs.items() for seed in seeds]
 
 
-def _arm_results(results: Mapping[str, Mapping[str, object]], arm: str) -> List[Mapping[str, object]]:
-    return [result for key, result in sorted(results.items()) if key.startswith(f"{NAME}/{arm}/")]
-
-
 def _eval_metric(name: str) -> Metric:
     return lambda result: float(result["eval"][name])
 
@@ -91,8 +87,8 @@ def _judge(results, first: str, second: str, metric: Metric, failed: Sequence[st
     if first in failed or second in failed:
         judged = {"verdict": f"not judged: failed run(s) {', '.join(sorted({first, second} & set(failed)))}"}
     else:
-        judged = judge_difference([metric(result) for result in _arm_results(results, first)],
-                                  [metric(result) for result in _arm_results(results, second)], True)
+        judged = judge_difference([metric(result) for result in seed_results(results, NAME, first)],
+                                  [metric(result) for result in seed_results(results, NAME, second)], True)
     return {"claim": text, "compared": [first, second], **judged}
 
 
@@ -121,7 +117,7 @@ def _judge_ordering(results, arms: Sequence[str], labels: Sequence[str], metric:
 
 def _arm_row(results, arm: str, downstream_tasks: Sequence[str], baselines: Mapping[str, float]):
     """The arm's numbers, its pretraining status and its downstream status."""
-    arm_results = _arm_results(results, arm)
+    arm_results = seed_results(results, NAME, arm)
     mlm = [_eval_metric("masked_lm_accuracy")(result) for result in arm_results]
     sop = [_eval_metric("sentence_order_accuracy")(result) for result in arm_results]
     failed = any(value <= baselines["masked_lm"] for value in mlm) or any(
@@ -172,7 +168,7 @@ def sharing_section(results: Mapping[str, Mapping[str, object]], baselines: Mapp
         paper_parameters, paper_average = PAPER[share_type]
         rows.append(f"| {share_type} | {paper_parameters} | {paper_average} | {arm['parameters']:,} | "
                     f"{' | '.join(arm['cells'])} | {run_text(share_type)} |")
-    layers = int(_arm_results(results, "none")[0]["config"]["num_hidden_layers"])
+    layers = int(seed_results(results, NAME, "none")[0]["config"]["num_hidden_layers"])
     sizes = group_sizes(layers)
     group_rows, grouped_arms = [], []
     for size in sizes:
