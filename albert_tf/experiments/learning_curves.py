@@ -14,13 +14,10 @@ Example (it needs trained arms, so it is not run here):
 import os
 from typing import Dict, List, Mapping
 
-import matplotlib
 import numpy as np
 
+from albert_tf.experiments.plotting import panels
 from albert_tf.training.summaries import read_scalars
-
-matplotlib.use("Agg")  # files only: no display on the machines this runs on
-import matplotlib.pyplot as plt  # noqa: E402  (the backend must be chosen before pyplot is imported)
 
 CURVE_METRICS = (("masked_lm_accuracy", "training masked-LM accuracy (fraction of masked tokens)"),
                  ("masked_lm_loss", "training masked-LM loss (nats per masked token)"))
@@ -58,15 +55,10 @@ def experiment_curves(results: Mapping[str, Mapping[str, object]], experiment: s
 
 def plot_learning_curves(curves: Mapping[str, Mapping[str, List]], title: str, path: str) -> str:
     """One panel per metric of CURVE_METRICS against the training step, a line per arm."""
-    figure, axes = plt.subplots(1, len(CURVE_METRICS), figsize=(4 * len(CURVE_METRICS), 3.2))
-    for axis, (metric, label) in zip(axes, CURVE_METRICS):
-        for arm, curve in curves.items():
-            axis.plot(curve["steps"], curve[metric], marker=".", label=arm)
-        axis.set_xlabel("training step (optimizer updates)")
-        axis.set_ylabel(label, fontsize=7)
-        axis.legend(fontsize=7, title="arm (mean over seeds)", title_fontsize=7)
-    figure.suptitle(f"{title}: learning curves", fontsize=9)
-    figure.tight_layout()
-    figure.savefig(path, dpi=80)
-    plt.close(figure)
+    with panels(path, f"{title}: learning curves",
+                [("training step (optimizer updates)", label) for _, label in CURVE_METRICS],
+                ylabel_font_size=7, legend_title="arm (mean over seeds)") as axes:
+        for axis, (metric, _) in zip(axes, CURVE_METRICS):
+            for arm, curve in curves.items():
+                axis.plot(curve["steps"], curve[metric], marker=".", label=arm)
     return path

@@ -10,14 +10,11 @@ import json
 import os
 from typing import Dict, Mapping, Sequence
 
-import matplotlib
+import matplotlib.ticker
 import numpy as np
 
 from albert_tf.experiments.learning_curves import experiment_curves, plot_learning_curves
-
-matplotlib.use("Agg")  # files only: no display on the machines this runs on
-import matplotlib.pyplot as plt  # noqa: E402  (the backend must be chosen before pyplot is imported)
-import matplotlib.ticker  # noqa: E402
+from albert_tf.experiments.plotting import panels
 
 REPORT_NAME = "REPORT.md"
 RESULTS_NAME = "results.json"
@@ -64,64 +61,44 @@ def plot_arm_accuracies(section: Mapping[str, object], baselines: Mapping[str, f
     `plot_metrics` ((metric, baseline key, label)), each beside its majority baseline."""
     arms = list(section["arms"])
     metrics = section["plot_metrics"]
-    figure, axes = plt.subplots(1, len(metrics), figsize=(4 * len(metrics), 3.2), squeeze=False)
-    for axis, (metric, baseline_key, label) in zip(axes[0], metrics):
-        baseline = baselines[baseline_key]
-        means = [section["arms"][arm][metric]["mean"] for arm in arms]
-        spreads = [section["arms"][arm][metric]["sd"] for arm in arms]
-        axis.bar(arms, means, yerr=spreads, capsize=3, color="tab:blue", label="ours (mean ± sd over seeds)")
-        axis.axhline(baseline, color="tab:red", linestyle="--", label="majority baseline")
-        axis.set_xlabel(section["name"] + " arm")
-        axis.set_ylabel(f"held-out {label} (fraction)")
-        axis.legend(fontsize=7)
-    figure.suptitle(section["title"], fontsize=9)
-    figure.tight_layout()
-    figure.savefig(path, dpi=80)
-    plt.close(figure)
+    with panels(path, section["title"], [(section["name"] + " arm", f"held-out {label} (fraction)")
+                                         for _, _, label in metrics]) as axes:
+        for axis, (metric, baseline_key, _) in zip(axes, metrics):
+            means = [section["arms"][arm][metric]["mean"] for arm in arms]
+            spreads = [section["arms"][arm][metric]["sd"] for arm in arms]
+            axis.bar(arms, means, yerr=spreads, capsize=3, color="tab:blue", label="ours (mean ± sd over seeds)")
+            axis.axhline(baselines[baseline_key], color="tab:red", linestyle="--", label="majority baseline")
     return path
 
 
 def plot_transition_curves(section: Mapping[str, object], path: str) -> str:
     """L2 distance and cosine similarity between each block's input and output against depth, one line per model
     (the shaded band: the spread over tokens)."""
-    figure, axes = plt.subplots(1, 2, figsize=(8, 3.2))
-    for axis, metric, label in ((axes[0], "l2_distance", "L2 distance (hidden-state units)"),
-                                (axes[1], "cosine_similarity", "cosine similarity (unitless)")):
-        for name, curve in section["curves"].items():
-            means, spreads = (np.asarray(values) for values in curve[metric])
-            depths = np.arange(1, len(means) + 1)
-            axis.plot(depths, means, marker="o", linestyle="--" if "twice" in name else "-", label=name)
-            axis.fill_between(depths, means - spreads, means + spreads, alpha=0.15)
-        axis.set_xlabel("depth (applied block)")
-        axis.set_ylabel(label)
-        axis.legend(fontsize=7)
-    figure.suptitle(section["title"], fontsize=9)
-    figure.tight_layout()
-    figure.savefig(path, dpi=80)
-    plt.close(figure)
+    metrics = (("l2_distance", "L2 distance (hidden-state units)"),
+               ("cosine_similarity", "cosine similarity (unitless)"))
+    with panels(path, section["title"], [("depth (applied block)", label) for _, label in metrics]) as axes:
+        for axis, (metric, _) in zip(axes, metrics):
+            for name, curve in section["curves"].items():
+                means, spreads = (np.asarray(values) for values in curve[metric])
+                depths = np.arange(1, len(means) + 1)
+                axis.plot(depths, means, marker="o", linestyle="--" if "twice" in name else "-", label=name)
+                axis.fill_between(depths, means - spreads, means + spreads, alpha=0.15)
     return path
 
 
 def plot_lines(spec: Mapping[str, object], path: str) -> str:
     """One line per entry of spec["lines"] ({label: (xs, means, seed spreads)}, the band: mean ± spread) against
     spec["xlabel"], with the majority baseline dashed."""
-    figure, axis = plt.subplots(figsize=(5, 3.2))
-    for label, (xs, means, spreads) in spec["lines"].items():
-        xs, means, spreads = (np.asarray(values, dtype=float) for values in (xs, means, spreads))
-        axis.plot(xs, means, marker="o", label=f"{label} (mean ± sd over seeds)")
-        axis.fill_between(xs, means - spreads, means + spreads, alpha=0.15)
-    axis.axhline(spec["baseline"], color="tab:red", linestyle="--", label="majority baseline")
-    axis.set_xscale(spec["xscale"])
-    if spec["xscale"] == "log":
-        ticks = sorted({x for xs, _, _ in spec["lines"].values() for x in xs})
-        axis.set_xticks(ticks, [str(tick) for tick in ticks])
-    axis.set_xlabel(spec["xlabel"])
-    axis.set_ylabel(spec["ylabel"])
-    axis.legend(fontsize=7)
-    figure.suptitle(spec["title"], fontsize=9)
-    figure.tight_layout()
-    figure.savefig(path, dpi=80)
-    plt.close(figure)
+    with panels(path, spec["title"], [(spec["xlabel"], spec["ylabel"])], panel_size=(5, 3.2)) as (axis,):
+        for label, (xs, means, spreads) in spec["lines"].items():
+            xs, means, spreads = (np.asarray(values, dtype=float) for values in (xs, means, spreads))
+            axis.plot(xs, means, marker="o", label=f"{label} (mean ± sd over seeds)")
+            axis.fill_between(xs, means - spreads, means + spreads, alpha=0.15)
+        axis.axhline(spec["baseline"], color="tab:red", linestyle="--", label="majority baseline")
+        axis.set_xscale(spec["xscale"])
+        if spec["xscale"] == "log":
+            ticks = sorted({x for xs, _, _ in spec["lines"].values() for x in xs})
+            axis.set_xticks(ticks, [str(tick) for tick in ticks])
     return path
 
 
@@ -129,24 +106,17 @@ def plot_bars(spec: Mapping[str, object], path: str) -> str:
     """Grouped bars over spec["categories"], one panel per entry of spec["panels"] ({"ylabel", "yscale",
     "series": {label: (values, errors or None)}}); errors are matplotlib's yerr (one row, or lower and upper)."""
     categories = spec["categories"]
-    panels = spec["panels"]
-    figure, axes = plt.subplots(1, len(panels), figsize=(5 * len(panels), 3.4), squeeze=False)
     positions = np.arange(len(categories))
-    for axis, panel in zip(axes[0], panels):
-        width = 0.8 / len(panel["series"])
-        for index, (label, (values, errors)) in enumerate(panel["series"].items()):
-            axis.bar(positions + (index - (len(panel["series"]) - 1) / 2) * width, values, width, yerr=errors,
-                     capsize=3, label=label)
-        axis.set_yscale(panel["yscale"])
-        axis.yaxis.set_major_formatter(matplotlib.ticker.FormatStrFormatter("%g"))
-        axis.set_xticks(positions, categories, rotation=20, fontsize=7)
-        axis.set_xlabel(spec["xlabel"])
-        axis.set_ylabel(panel["ylabel"])
-        axis.legend(fontsize=7)
-    figure.suptitle(spec["title"], fontsize=9)
-    figure.tight_layout()
-    figure.savefig(path, dpi=80)
-    plt.close(figure)
+    with panels(path, spec["title"], [(spec["xlabel"], panel["ylabel"]) for panel in spec["panels"]],
+                panel_size=(5, 3.4)) as axes:
+        for axis, panel in zip(axes, spec["panels"]):
+            width = 0.8 / len(panel["series"])
+            for index, (label, (values, errors)) in enumerate(panel["series"].items()):
+                axis.bar(positions + (index - (len(panel["series"]) - 1) / 2) * width, values, width, yerr=errors,
+                         capsize=3, label=label)
+            axis.set_yscale(panel["yscale"])
+            axis.yaxis.set_major_formatter(matplotlib.ticker.FormatStrFormatter("%g"))
+            axis.set_xticks(positions, categories, rotation=20, fontsize=7)
     return path
 
 
