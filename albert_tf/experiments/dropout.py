@@ -20,7 +20,7 @@ import numpy as np
 
 from albert_tf.config import AlbertConfig
 from albert_tf.experiments.runner import Arm, seed_results
-from albert_tf.experiments.verdicts import judge_difference, mean_and_spread, mean_text
+from albert_tf.experiments.verdicts import judge_difference, pretraining_summary, summary_text
 
 NAME = "dropout"
 RATES = (0.0, 0.1)
@@ -46,21 +46,18 @@ def dropout_section(results: Mapping[str, Mapping[str, object]], baselines: Mapp
     for rate in RATES:
         arm = _arm_name(rate)
         arm_results = seed_results(results, NAME, arm)
-        mlm = [float(result["eval"]["masked_lm_accuracy"]) for result in arm_results]
-        sop = [float(result["eval"]["sentence_order_accuracy"]) for result in arm_results]
-        status = "ok"
-        if any(value <= baselines["masked_lm"] for value in mlm):
-            status = "failed: MLM accuracy not above the majority baseline"
+        summary = pretraining_summary(arm_results, baselines["masked_lm"])
+        if summary["status"] != "ok":
             failed.append(arm)
         steps = arm_results[0]["curve"]["step"]
         curves = np.asarray([result["curve"]["masked_lm_accuracy"] for result in arm_results])
         curve = {"step": steps, "mean": curves.mean(axis=0).tolist(),
                  "sd": (curves.std(axis=0, ddof=1) if len(curves) > 1 else np.zeros(len(steps))).tolist()}
         lines[f"dropout {rate:g}"] = (steps, curve["mean"], curve["sd"])
-        arms[arm] = {"dropout": rate, "masked_lm_accuracy": mean_and_spread(mlm),
-                     "sentence_order_accuracy": mean_and_spread(sop), "curve": curve, "status": status}
+        arms[arm] = {"dropout": rate, **summary, "curve": curve}
         along = ", ".join(f"{value:.3f}" for value in curve["mean"])
-        rows.append(f"| {rate:g} | {PAPER[rate]} | {mean_text(mlm)} | {mean_text(sop)} | {along} | {status} |")
+        rows.append(f"| {rate:g} | {PAPER[rate]} | {summary_text(summary['masked_lm_accuracy'])} | "
+                    f"{summary_text(summary['sentence_order_accuracy'])} | {along} | {summary['status']} |")
     first, second = _arm_name(0.0), _arm_name(0.1)
     if failed:
         judged = {"verdict": f"not judged: failed run(s) {', '.join(failed)}"}

@@ -19,7 +19,7 @@ from typing import Dict, List, Mapping, Sequence
 
 from albert_tf.config import AlbertConfig
 from albert_tf.experiments.runner import Arm, seed_results
-from albert_tf.experiments.verdicts import judge_difference, mean_and_spread, mean_text
+from albert_tf.experiments.verdicts import judge_difference, pretraining_summary, summary_text
 
 NAME = "embedding_size"
 SHARE_TYPES = ("all", "none")
@@ -73,21 +73,17 @@ def embedding_size_section(results: Mapping[str, Mapping[str, object]],
         for size in sizes:
             arm = _arm_name(share_type, size)
             arm_results = seed_results(results, NAME, arm)
-            mlm = [float(result["eval"]["masked_lm_accuracy"]) for result in arm_results]
-            sop = [float(result["eval"]["sentence_order_accuracy"]) for result in arm_results]
-            status = "ok"
-            if any(value <= baselines["masked_lm"] for value in mlm):
-                status = "failed: MLM accuracy not above the majority baseline"
+            summary = pretraining_summary(arm_results, baselines["masked_lm"])
+            if summary["status"] != "ok":
                 failed.append(arm)
-            summary = mean_and_spread(mlm)
-            means.append(summary["mean"])
-            spreads.append(summary["sd"])
+            means.append(summary["masked_lm_accuracy"]["mean"])
+            spreads.append(summary["masked_lm_accuracy"]["sd"])
             arms[arm] = {"share_type": share_type, "embedding_size": size, "parameters": arm_results[0]["parameters"],
-                         "masked_lm_accuracy": summary, "sentence_order_accuracy": mean_and_spread(sop),
-                         "status": status}
+                         **summary}
             paper_parameters, paper_average = PAPER[share_type].get(size, ("-", "-"))
             rows.append(f"| {SHARE_LABELS[share_type]} | {size} | {paper_parameters} | {paper_average} | "
-                        f"{arms[arm]['parameters']:,} | {mean_text(mlm)} | {mean_text(sop)} | {status} |")
+                        f"{arms[arm]['parameters']:,} | {summary_text(summary['masked_lm_accuracy'])} | "
+                        f"{summary_text(summary['sentence_order_accuracy'])} | {summary['status']} |")
         lines[SHARE_LABELS[share_type]] = (sizes, means, spreads)
     largest, smallest = sizes[-1], sizes[0]
     claims = {}

@@ -19,7 +19,7 @@ import numpy as np
 
 from albert_tf.config import AlbertConfig
 from albert_tf.experiments.runner import Arm, seed_results
-from albert_tf.experiments.verdicts import MIN_SEEDS, judge_difference
+from albert_tf.experiments.verdicts import MIN_SEEDS, judge_difference, masked_lm_status
 
 NAME = "layer_transitions"
 SHARE_TYPES = ("all", "none")
@@ -49,10 +49,9 @@ def layer_transitions_section(results: Mapping[str, Mapping[str, object]],
     arms, curves, failed = {}, {}, []
     for share_type in SHARE_TYPES:
         arm_results = seed_results(results, NAME, share_type)
-        mlm = [float(result["eval"]["masked_lm_accuracy"]) for result in arm_results]
-        status = "ok"
-        if any(value <= baselines["masked_lm"] for value in mlm):
-            status = "failed: MLM accuracy not above the majority baseline"
+        status = masked_lm_status([float(result["eval"]["masked_lm_accuracy"]) for result in arm_results],
+                                  baselines["masked_lm"])
+        if status != "ok":
             failed.append(share_type)
         keys = ["transitions"] + (["transitions_twice_as_deep"] if share_type == "all" else [])
         for key in keys:

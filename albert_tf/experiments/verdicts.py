@@ -15,9 +15,10 @@ Example:
 
 import math
 import statistics
-from typing import Dict, Optional, Sequence
+from typing import Dict, Mapping, Optional, Sequence
 
 MIN_SEEDS = 3
+MASKED_LM_FAILED = "failed: MLM accuracy not above the majority baseline"
 # The detectable difference: a two-sided test at this significance level, with this power.
 SIGNIFICANCE = 0.05
 POWER = 0.8
@@ -43,11 +44,38 @@ def mean_and_spread(values: Sequence[float]) -> Dict[str, float]:
             "seeds": len(values)}
 
 
-def mean_text(values: Sequence[float], digits: int = 3) -> str:
-    summary = mean_and_spread(values)
+def summary_text(summary: Mapping[str, float], digits: int = 3) -> str:
+    """A mean_and_spread summary as the tables show it: the mean, and ± the spread when there are seeds to spread."""
     if summary["seeds"] == 1:
         return f"{summary['mean']:.{digits}f}"
     return f"{summary['mean']:.{digits}f} ± {summary['sd']:.{digits}f}"
+
+
+def mean_text(values: Sequence[float], digits: int = 3) -> str:
+    return summary_text(mean_and_spread(values), digits)
+
+
+def masked_lm_status(accuracies: Sequence[float], baseline: float) -> str:
+    """"ok", or MASKED_LM_FAILED when a seed's held-out MLM accuracy is not above the majority baseline: a run
+    that has not beaten its trivial baseline is a failed run, not a result."""
+    return MASKED_LM_FAILED if any(value <= baseline for value in accuracies) else "ok"
+
+
+def pretraining_summary(arm_results: Sequence[Mapping[str, object]], masked_lm_baseline: float) -> Dict[str, object]:
+    """An arm's held-out MLM and SOP accuracies over its seeds' results (mean_and_spread each) and its status
+    (masked_lm_status).
+
+    Example:
+    >>> seeds = [{"eval": {"masked_lm_accuracy": 0.12, "sentence_order_accuracy": 0.7}},
+    ...          {"eval": {"masked_lm_accuracy": 0.05, "sentence_order_accuracy": 0.6}}]
+    >>> summary = pretraining_summary(seeds, masked_lm_baseline=0.05)
+    >>> summary_text(summary["sentence_order_accuracy"]), summary["status"]
+    ('0.650 ± 0.071', 'failed: MLM accuracy not above the majority baseline')
+    """
+    mlm = [float(result["eval"]["masked_lm_accuracy"]) for result in arm_results]
+    sop = [float(result["eval"]["sentence_order_accuracy"]) for result in arm_results]
+    return {"masked_lm_accuracy": mean_and_spread(mlm), "sentence_order_accuracy": mean_and_spread(sop),
+            "status": masked_lm_status(mlm, masked_lm_baseline)}
 
 
 def judge_difference(first: Sequence[float], second: Sequence[float], expect_positive: bool) -> Dict[str, object]:

@@ -9,7 +9,8 @@ from albert_tf.experiments import layer_transitions, sharing, sop_vs_nsp
 from albert_tf.experiments.learning_curves import experiment_curves
 from albert_tf.experiments.report import report_text, write_report
 from albert_tf.experiments.reproduce import experiment_names
-from albert_tf.experiments.verdicts import detectable_difference, judge_difference
+from albert_tf.experiments.verdicts import (MASKED_LM_FAILED, detectable_difference, judge_difference,
+                                            pretraining_summary, summary_text)
 from albert_tf.models.sharing import build_sharing_plan
 from albert_tf.training.summaries import write_scalars
 
@@ -39,6 +40,18 @@ def test_a_difference_is_judged_against_the_larger_seed_spread():
     assert noisy["detectable_difference"] == pytest.approx(detectable_difference(0.1, 3))
     assert judge_difference([0.3, 0.4], [0.1, 0.2], expect_positive=True)["verdict"] == (
         "cannot be judged (2 seeds, 3 needed)")
+
+
+def test_an_arm_summary_has_mlm_and_sop_over_seeds_and_fails_at_the_baseline():
+    seeds = [{"eval": {"masked_lm_accuracy": mlm, "sentence_order_accuracy": sop}}
+             for mlm, sop in ((0.10, 0.70), (0.12, 0.80), (0.14, 0.90))]
+    summary = pretraining_summary(seeds, masked_lm_baseline=0.09)
+    assert summary["status"] == "ok"
+    assert summary["masked_lm_accuracy"] == {"mean": pytest.approx(0.12), "sd": pytest.approx(0.02), "seeds": 3}
+    assert summary_text(summary["sentence_order_accuracy"]) == "0.800 ± 0.100"
+    # One seed at the baseline is enough: it has not beaten the trivial answer.
+    assert pretraining_summary(seeds, masked_lm_baseline=0.10)["status"] == MASKED_LM_FAILED
+    assert summary_text(pretraining_summary(seeds[:1], 0.0)["masked_lm_accuracy"]) == "0.100"
 
 
 def test_the_detectable_difference_is_the_normal_closed_form():
