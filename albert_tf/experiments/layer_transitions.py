@@ -66,7 +66,7 @@ def layer_transitions_section(results: Mapping[str, Mapping[str, object]],
     for depth in range(depth_count):
         cells = []
         for curve in curves.values():
-            (l2, l2_sd), (cos, cos_sd) = curve["l2_distance"], curve["cosine_similarity"]
+            (l2, l2_sd), (cos, _) = curve["l2_distance"], curve["cosine_similarity"]
             cells.append(f"{l2[depth]:.3f} ± {l2_sd[depth]:.3f} / {cos[depth]:.3f}" if depth < len(l2) else "")
         rows.append(f"| {depth + 1} | " + " | ".join(cells) + " |")
     header = " | ".join(f"{label}: L2 ± token sd / cosine" for label in curves)
