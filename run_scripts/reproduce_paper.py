@@ -5,12 +5,18 @@
         --output_dir=paper_mine
 
 Every arm is an ordinary pretraining output directory under OUTPUT_DIR/arms: rerunning the same command keeps
-the finished arms, resumes a half-trained one from its last checkpoint, and then writes the report.
+the finished arms, resumes a half-trained one from its last checkpoint, and then writes the report. SIGTERM
+during a training saves its checkpoint and ends the run with one line naming it, and exit status 143 (a shell's
+128 + SIGTERM): the report is not written yet.
 """
 
-from absl import flags
+import signal
+import sys
+
+from absl import flags, logging
 
 from albert_tf.experiments.reproduce import EXPERIMENT_NAMES, ReproduceOptions, run_reproduction
+from albert_tf.experiments.stopping import ReproductionStopped
 from albert_tf.training import host_allocator
 from run_scripts import entry
 from run_scripts.training_flags import define_jit_compile_flag
@@ -26,6 +32,8 @@ flags.DEFINE_string("output_dir", "paper_reproduction", "Where the data, the arm
 flags.DEFINE_string("glue_data_dir", None, "A local GLUE copy in the original layout (SST-2/, MNLI/): the sharing "
                     "arms are also fine-tuned on SST-2 and MNLI and scored on their dev sets.")
 define_jit_compile_flag()
+# Not 0, as run_pretraining's is: a loop over `reproduce_paper` must not take a stopped run for a finished report.
+STOPPED_STATUS = 128 + signal.SIGTERM
 
 
 def _seeds(values):
@@ -38,10 +46,15 @@ def _seeds(values):
 def main(argv):
     del argv
     host_allocator.prefer_training_defaults()
-    paths = run_reproduction(ReproduceOptions(
+    options = ReproduceOptions(
         output_dir=FLAGS.output_dir, experiments=FLAGS.experiment, budget=FLAGS.budget, corpus=FLAGS.corpus,
         include_site_packages=FLAGS.include_site_packages, seeds=_seeds(FLAGS.seeds), jit_compile=FLAGS.jit_compile,
-        glue_data_dir=FLAGS.glue_data_dir))
+        glue_data_dir=FLAGS.glue_data_dir)
+    try:
+        paths = run_reproduction(options)
+    except ReproductionStopped as stopped:
+        logging.warning("%s", stopped)
+        sys.exit(STOPPED_STATUS)
     print(f"Report: {paths['report']}\nResults: {paths['results']}")
 
 

@@ -96,6 +96,14 @@ def run_script(name, *flags, timeout=600, **env):
     return run_python("-m", f"run_scripts.{name}", *flags, timeout=timeout, **env)
 
 
+def start_script(name, *flags, **env):
+    """Starts `python -m run_scripts.<name> *flags` as run_python would run it, and returns the process at once:
+    its stderr is a text pipe to read as it runs (to signal it at a given point), its stdout is discarded."""
+    environment = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2", **env}
+    return subprocess.Popen([sys.executable, "-m", f"run_scripts.{name}", *flags], cwd=REPO_ROOT, env=environment,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+
+
 _WORDS = ("the model learns a shared block of attention and feed forward weights that runs at every depth "
           "sentence order prediction swaps two segments while masked language modelling hides tokens "
           "embedding tables are factorized into a small vocabulary projection followed by a dense layer "

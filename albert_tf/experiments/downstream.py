@@ -26,6 +26,7 @@ from absl import logging
 from albert_tf.experiments.budgets import Budget
 from albert_tf.experiments.pretraining_data import PretrainingData
 from albert_tf.experiments.runner import Arm
+from albert_tf.experiments.stopping import stopped_during
 from albert_tf.tasks.finetuning import FinetuningOptions
 from albert_tf.tasks.glue import GlueOptions, run_glue
 from albert_tf.tasks.text_classification import TextClassificationOptions, run_text_classification
@@ -155,7 +156,8 @@ def run_downstream(arms: Sequence[Arm], directories: Mapping[str, str], budget: 
         output_dir = os.path.join(arm_dir, DOWNSTREAM_DIR_NAME, task)
         logging.info("Downstream %s on %s: fine-tuning (%d of %d to run)", arm.key, task, index + 1, len(pending))
         options = _finetuning_options(output_dir, arm, arm_dir, budget, data, cached_dir, jit_compile)
-        metrics = _finetune(task, options, data, glue_data_dir)
+        with stopped_during(f"fine-tuning {arm.key} on {task}"):
+            metrics = _finetune(task, options, data, glue_data_dir)
         temporary = os.path.join(output_dir, RESULT_NAME + ".incomplete")
         with open(temporary, "w", encoding="utf-8") as handle:
             json.dump(metrics, handle, indent=2, sort_keys=True, default=float)

@@ -31,6 +31,7 @@ from absl import logging
 from albert_tf.config import AlbertConfig
 from albert_tf.experiments.budgets import Budget
 from albert_tf.experiments.pretraining_data import PretrainingData
+from albert_tf.experiments.stopping import stopped_during
 from albert_tf.experiments.transitions import block_transitions, deeper_shared_encoder
 from albert_tf.models.param_count import encoder_parameters
 from albert_tf.tasks.pretraining import Pretraining, PretrainingOptions, run_pretraining
@@ -154,9 +155,11 @@ def _add_evaluations(arm: Arm, options: PretrainingOptions, result: Dict[str, ob
 
 
 def run_arm(arm: Arm, output_dir: str, budget: Budget, data: PretrainingData, jit_compile="auto") -> Dict[str, object]:
-    """Trains (or resumes) and evaluates one arm, writes its arm_result.json and returns it."""
+    """Trains (or resumes) and evaluates one arm, writes its arm_result.json and returns it; SIGTERM during the
+    training raises stopping.ReproductionStopped once its checkpoint is saved."""
     options = _pretraining_options(output_dir, arm, budget, data, jit_compile)
-    results = run_pretraining(arm.config, options)
+    with stopped_during(f"training {arm.key}"):
+        results = run_pretraining(arm.config, options)
     result = {"arm": arm.name, "seed": arm.seed, "parameters": encoder_parameters(arm.config),
               "eval": results["eval"], "train": results["train"]}
     # What run_pretraining's evaluation of every kept checkpoint wrote for TensorBoard (a rerun's last value).

@@ -22,6 +22,7 @@ class TrainingPreempted(Exception):
         super().__init__(f"Training preempted by SIGTERM at step {step}; the checkpoint is saved in {model_dir}, "
                          "rerun the same command to resume.")
         self.step = step
+        self.model_dir = model_dir
 
 
 class NonFiniteLossError(FloatingPointError):

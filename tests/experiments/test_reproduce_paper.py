@@ -1,16 +1,20 @@
 """run_scripts/reproduce_paper.py end to end at the smoke budget: the report's files, a rerun that keeps the
-finished arms, and a corpus given with --corpus. Nothing here checks the numbers."""
+finished arms, and a corpus given with --corpus, on which a SIGTERM stops the run in one line and a rerun resumes
+it. Nothing here checks the numbers."""
 import glob
 import json
 import os
+import re
+import signal
+import time
 
 import pytest
 
 from albert_tf.experiments import speed
 from albert_tf.experiments.reproduce import EXPERIMENT_NAMES, EXPERIMENTS
-from albert_tf.experiments.runner import HELD_OUT_CURVE_POINTS
+from albert_tf.experiments.runner import ARM_RESULT_NAME, HELD_OUT_CURVE_POINTS
 from data_gen import corpora
-from tests.helpers import run_script
+from tests.helpers import run_script, start_script
 
 
 def _checkpoint_mtimes(output_dir):
@@ -102,7 +106,7 @@ def test_smoke_budget_writes_every_table_plot_and_key_and_a_rerun_keeps_the_arms
 
 
 @pytest.mark.slow
-def test_smoke_budget_runs_on_a_corpus_given(tmp_path):
+def test_smoke_budget_runs_on_a_corpus_given_and_sigterm_stops_it_in_one_line_to_resume(tmp_path):
     # A part of the built-in corpus written to a file stands in for the user's text: a vocabulary of the smoke
     # budget's size needs more distinct words than the generated test corpora hold.
     corpus = str(tmp_path / "corpus.txt")
@@ -114,11 +118,36 @@ def test_smoke_budget_runs_on_a_corpus_given(tmp_path):
     output_dir = str(tmp_path / "mine")
     # layer_transitions: the experiment with the fewest arms (two, nothing fine-tuned); the data are every
     # experiment's.
-    completed = run_script("reproduce_paper", "--experiment=layer_transitions", f"--corpus={corpus}", "--seeds=3",
-                           "--nojit_compile", f"--output_dir={output_dir}")
+    flags = ("--experiment=layer_transitions", f"--corpus={corpus}", "--seeds=3", "--nojit_compile",
+             f"--output_dir={output_dir}")
+    # The cluster manager's SIGTERM in the middle of the first arm's training (after its checkpoint at step 10).
+    process = start_script("reproduce_paper", *flags)
+    deadline = time.time() + 300
+    for line in process.stderr:
+        if "step 10/40" in line:
+            process.send_signal(signal.SIGTERM)
+            break
+        assert time.time() < deadline, "the run never logged step 10"
+    rest = process.communicate(timeout=300)[1]
+    assert process.returncode == 128 + signal.SIGTERM, rest[-3000:]
+    assert "Traceback" not in rest
+    arm_dir = os.path.join(output_dir, "arms", "layer_transitions", "all", "seed3")
+    stopped = re.search(r"\] Stopped by SIGTERM during training layer_transitions/all/seed3 at step (\d+) "
+                        rf"\(checkpoint saved in {re.escape(arm_dir)}\); rerun the same command to resume\.$",
+                        rest.strip().splitlines()[-1])
+    assert stopped, rest[-3000:]
+    step = int(stopped.group(1))
+    assert 10 <= step < 40 and os.path.exists(os.path.join(arm_dir, f"ckpt-{step}.index"))
+    assert not os.path.exists(os.path.join(arm_dir, ARM_RESULT_NAME))
+    assert not os.path.exists(os.path.join(output_dir, "REPORT.md"))
+
+    completed = run_script("reproduce_paper", *flags)
     assert completed.returncode == 0, completed.stderr[-3000:]
+    assert f"Training from step {step} to 40" in completed.stderr
     assert f"corpus: {corpus}" in open(os.path.join(output_dir, "REPORT.md"), encoding="utf-8").read()
-    assert set(json.load(open(os.path.join(output_dir, "results.json")))["arms"]["layer_transitions/all"]) == {"seed3"}
+    results = json.load(open(os.path.join(output_dir, "results.json")))
+    assert set(results["arms"]["layer_transitions/all"]) == {"seed3"}
+    assert results["arms"]["layer_transitions/all"]["seed3"]["curve/step"][-1] == 40
 
 
 @pytest.mark.slow
