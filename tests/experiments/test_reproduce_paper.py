@@ -1,6 +1,6 @@
-"""run_scripts/reproduce_paper.py end to end at the smoke budget: the report's files, a rerun that keeps the
-finished arms, and a corpus given with --corpus, on which a SIGTERM stops the run in one line and a rerun resumes
-it. Nothing here checks the numbers."""
+"""run_scripts/reproduce_paper.py end to end at the smoke budget, in one run on a corpus given with --corpus: a
+SIGTERM stops it in one line and a rerun resumes it, the report's files, and a rerun that keeps the finished arms.
+Nothing here checks the numbers."""
 import glob
 import json
 import os
@@ -22,20 +22,62 @@ def _checkpoint_mtimes(output_dir):
                                                                recursive=True)}
 
 
+def _write_user_corpus(path):
+    """Half of the built-in corpus, written to a file, stands in for the user's text: a vocabulary of the smoke
+    budget's size needs more distinct words than the generated test corpora hold."""
+    corpora.write_corpus(path)
+    with open(path, encoding="utf-8") as handle:
+        documents = handle.read().split("\n\n")
+    with open(path, "w", encoding="utf-8") as handle:
+        handle.write("\n\n".join(documents[:len(documents) // 2]) + "\n\n")
+    return path
+
+
+def _stop_with_sigterm_after_step_10(flags, output_dir, arm_key):
+    """Starts the run, sends SIGTERM (as a cluster manager would) once the first training has logged step 10,
+    checks that the run stops in one line with the arm resumable, and returns the step it stopped at."""
+    process = start_script("reproduce_paper", *flags)
+    deadline = time.time() + 300
+    for line in process.stderr:
+        if "step 10/40" in line:
+            process.send_signal(signal.SIGTERM)
+            break
+        assert time.time() < deadline, "the run never logged step 10"
+    rest = process.communicate(timeout=300)[1]
+    assert process.returncode == 128 + signal.SIGTERM, rest[-3000:]
+    assert "Traceback" not in rest
+    arm_dir = os.path.join(output_dir, "arms", *arm_key.split("/"))
+    stopped = re.search(rf"\] Stopped by SIGTERM during training {arm_key} at step (\d+) \(checkpoint saved in "
+                        rf"{re.escape(arm_dir)}\); rerun the same command to resume\.$", rest.strip().splitlines()[-1])
+    assert stopped, rest[-3000:]
+    step = int(stopped.group(1))
+    assert 10 <= step < 40 and os.path.exists(os.path.join(arm_dir, f"ckpt-{step}.index"))
+    assert not os.path.exists(os.path.join(arm_dir, ARM_RESULT_NAME))
+    assert not os.path.exists(os.path.join(output_dir, "REPORT.md"))
+    return step
+
+
 @pytest.mark.slow
-def test_smoke_budget_writes_every_table_plot_and_key_and_a_rerun_keeps_the_arms(tmp_path):
+def test_smoke_budget_on_a_corpus_stops_on_sigterm_resumes_writes_every_table_plot_and_key_and_keeps_the_arms(
+        tmp_path):
+    corpus = _write_user_corpus(str(tmp_path / "corpus.txt"))
     output_dir = str(tmp_path / "smoke")
     # --nojit_compile: auto's timed trials and XLA's compiles would be most of the tiny models' minutes.
-    flags = ("--experiment=all", "--budget=smoke", "--nojit_compile", f"--output_dir={output_dir}")
+    flags = ("--experiment=all", "--budget=smoke", f"--corpus={corpus}", "--seeds=3", "--nojit_compile",
+             f"--output_dir={output_dir}")
+    step = _stop_with_sigterm_after_step_10(flags, output_dir, "sharing/none/seed3")
     first = run_script("reproduce_paper", *flags)
     assert first.returncode == 0, first.stderr[-3000:]
+    assert "trainings: 0 finished and kept, 9 to run" in first.stderr
+    assert f"Training from step {step} to 40" in first.stderr
     report = open(os.path.join(output_dir, "REPORT.md"), encoding="utf-8").read()
     for title in ("## Cross-layer sharing (paper Table 4)", "| share_type | paper params |",
                   "## Sentence objectives: none, NSP, SOP (paper Table 5)", "| trained on | paper MLM |",
                   "| majority baseline |", "## Layer transitions (paper Figure 2)", "| depth | all-shared: L2",
                   "## Embedding size (paper Table 3)", "| share | E | paper params |", "## Dropout (paper section 4.8)",
                   "| dropout | paper downstream avg |", "## Speed and memory (paper Table 2)",
-                  "| model | paper params | paper speedup |", "tiny shapes: the models' widths / 32"):
+                  "| model | paper params | paper speedup |", "tiny shapes: the models' widths / 32",
+                  f"corpus: {corpus}"):
         assert title in report
     assert "| 1 | 2 | none (the not-shared arm, reused) |" in report
     assert "| 2 | 1 | all (the all-shared arm, reused) |" in report
@@ -51,17 +93,18 @@ def test_smoke_budget_writes_every_table_plot_and_key_and_a_rerun_keeps_the_arms
                                         for size in (8, 16)}
                                      | {"dropout/dropout0", "dropout/dropout0.1"})
     for arm, seeds in document["arms"].items():
-        assert set(seeds["seed0"]) >= {"parameters", "masked_lm_accuracy", "sentence_order_accuracy"}
+        assert set(seeds) == {"seed3"}
+        assert set(seeds["seed3"]) >= {"parameters", "masked_lm_accuracy", "sentence_order_accuracy"}
         if arm.startswith("sharing/"):
-            assert set(seeds["seed0"]) >= {"downstream/documents/accuracy", "downstream/documents/loss"}
+            assert set(seeds["seed3"]) >= {"downstream/documents/accuracy", "downstream/documents/loss"}
         if arm.startswith("sop_vs_nsp/"):
-            assert set(seeds["seed0"]) >= {"pure_sop/sentence_order_accuracy", "pure_nsp/sentence_order_accuracy",
+            assert set(seeds["seed3"]) >= {"pure_sop/sentence_order_accuracy", "pure_nsp/sentence_order_accuracy",
                                            "pure_sop/masked_lm_accuracy"}
         if arm.startswith("layer_transitions/"):
-            assert len(seeds["seed0"]["transitions/l2_distance"]) == 2
-    assert len(document["arms"]["layer_transitions/all"]["seed0"]["transitions_twice_as_deep/cosine_similarity"]) == 4
+            assert len(seeds["seed3"]["transitions/l2_distance"]) == 2
+    assert len(document["arms"]["layer_transitions/all"]["seed3"]["transitions_twice_as_deep/cosine_similarity"]) == 4
     # The dropout arms' held-out curve: every kept checkpoint, the last the final figure.
-    curve = document["arms"]["dropout/dropout0.1"]["seed0"]
+    curve = document["arms"]["dropout/dropout0.1"]["seed3"]
     assert curve["curve/step"] == [10, 20, 30, 40]
     assert curve["curve/masked_lm_accuracy"][-1] == pytest.approx(curve["masked_lm_accuracy"])  # float32 events
     assert set(document["measurements"]) == {f"speed/{name}" for name in speed.MODELS}
@@ -88,8 +131,8 @@ def test_smoke_budget_writes_every_table_plot_and_key_and_a_rerun_keeps_the_arms
     assert "Reused trainings (the same model, records, objective and seed" in report
     assert "sop_vs_nsp/sop is sharing/all." in report and "dropout/dropout0 is sharing/all." in report
     assert "layer_transitions/all is sharing/all; layer_transitions/none is sharing/none." in report
-    assert document["arms"]["embedding_size/none_E16"]["seed0"]["trained_as"] == "sharing/none/seed0"
-    assert "trained_as" not in document["arms"]["sharing/none"]["seed0"]
+    assert document["arms"]["embedding_size/none_E16"]["seed3"]["trained_as"] == "sharing/none/seed3"
+    assert "trained_as" not in document["arms"]["sharing/none"]["seed3"]
     assert sorted(os.listdir(os.path.join(output_dir, "arms", "dropout"))) == ["dropout0.1"]
     mtimes = _checkpoint_mtimes(output_dir)
     # The kept checkpoints of each training and one per sharing arm's downstream run.
@@ -103,51 +146,6 @@ def test_smoke_budget_writes_every_table_plot_and_key_and_a_rerun_keeps_the_arms
     assert "Downstream runs: 4 finished and kept, 0 to run" in rerun.stderr
     assert _checkpoint_mtimes(output_dir) == mtimes
     assert {path: os.path.getmtime(path) for path in speed_records} == speed_records
-
-
-@pytest.mark.slow
-def test_smoke_budget_runs_on_a_corpus_given_and_sigterm_stops_it_in_one_line_to_resume(tmp_path):
-    # A part of the built-in corpus written to a file stands in for the user's text: a vocabulary of the smoke
-    # budget's size needs more distinct words than the generated test corpora hold.
-    corpus = str(tmp_path / "corpus.txt")
-    corpora.write_corpus(corpus)
-    with open(corpus, encoding="utf-8") as handle:
-        documents = handle.read().split("\n\n")
-    with open(corpus, "w", encoding="utf-8") as handle:
-        handle.write("\n\n".join(documents[:len(documents) // 2]) + "\n\n")
-    output_dir = str(tmp_path / "mine")
-    # layer_transitions: the experiment with the fewest arms (two, nothing fine-tuned); the data are every
-    # experiment's.
-    flags = ("--experiment=layer_transitions", f"--corpus={corpus}", "--seeds=3", "--nojit_compile",
-             f"--output_dir={output_dir}")
-    # The cluster manager's SIGTERM in the middle of the first arm's training (after its checkpoint at step 10).
-    process = start_script("reproduce_paper", *flags)
-    deadline = time.time() + 300
-    for line in process.stderr:
-        if "step 10/40" in line:
-            process.send_signal(signal.SIGTERM)
-            break
-        assert time.time() < deadline, "the run never logged step 10"
-    rest = process.communicate(timeout=300)[1]
-    assert process.returncode == 128 + signal.SIGTERM, rest[-3000:]
-    assert "Traceback" not in rest
-    arm_dir = os.path.join(output_dir, "arms", "layer_transitions", "all", "seed3")
-    stopped = re.search(r"\] Stopped by SIGTERM during training layer_transitions/all/seed3 at step (\d+) "
-                        rf"\(checkpoint saved in {re.escape(arm_dir)}\); rerun the same command to resume\.$",
-                        rest.strip().splitlines()[-1])
-    assert stopped, rest[-3000:]
-    step = int(stopped.group(1))
-    assert 10 <= step < 40 and os.path.exists(os.path.join(arm_dir, f"ckpt-{step}.index"))
-    assert not os.path.exists(os.path.join(arm_dir, ARM_RESULT_NAME))
-    assert not os.path.exists(os.path.join(output_dir, "REPORT.md"))
-
-    completed = run_script("reproduce_paper", *flags)
-    assert completed.returncode == 0, completed.stderr[-3000:]
-    assert f"Training from step {step} to 40" in completed.stderr
-    assert f"corpus: {corpus}" in open(os.path.join(output_dir, "REPORT.md"), encoding="utf-8").read()
-    results = json.load(open(os.path.join(output_dir, "results.json")))
-    assert set(results["arms"]["layer_transitions/all"]) == {"seed3"}
-    assert results["arms"]["layer_transitions/all"]["seed3"]["curve/step"][-1] == 40
 
 
 @pytest.mark.slow
