@@ -5,9 +5,9 @@
         --output_dir=paper_mine
 
 Every arm is an ordinary pretraining output directory under OUTPUT_DIR/arms: rerunning the same command keeps
-the finished arms, resumes a half-trained one from its last checkpoint, and then writes the report. SIGTERM
-during a training saves its checkpoint and ends the run with one line naming it, and exit status 143 (a shell's
-128 + SIGTERM): the report is not written yet.
+the finished arms, resumes a half-trained one from its last checkpoint, and then writes the report. SIGTERM ends
+the run with one line naming what it was doing (a training saves its checkpoint first) and exit status 143 (a
+shell's 128 + SIGTERM): the report is not written yet.
 """
 
 import signal

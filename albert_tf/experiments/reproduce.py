@@ -24,6 +24,7 @@ from albert_tf.experiments.learning_rate import choose_learning_rate, learning_r
 from albert_tf.experiments.pretraining_data import PretrainingData, prepare_pretraining_data
 from albert_tf.experiments.report import write_report
 from albert_tf.experiments.runner import run_arms
+from albert_tf.experiments.stopping import stop_on_sigterm, stopped_during
 from data_gen.pretraining_input import masked_lm_majority_baseline, sentence_order_majority_baseline
 
 # The experiments that train arms: name -> (the arms of a budget's model, the section from their results).
@@ -109,7 +110,14 @@ def _majority_baselines(data: PretrainingData, budget: Budget) -> Dict[str, floa
 
 
 def run_reproduction(options: ReproduceOptions) -> Dict[str, str]:
-    """Runs the experiments of `options` under options.output_dir; returns the report's and results' paths."""
+    """Runs the experiments of `options` under options.output_dir; returns the report's and results' paths.
+
+    SIGTERM stops it with stopping.ReproductionStopped, which names what it was doing; the same call resumes."""
+    with stop_on_sigterm("the reproduction run, between its trainings"):
+        return _run_reproduction(options)
+
+
+def _run_reproduction(options: ReproduceOptions) -> Dict[str, str]:
     names = experiment_names(options.experiments)
     budget = budget_for(options.budget)
     if not options.seeds or len(set(options.seeds)) != len(options.seeds):
@@ -121,8 +129,9 @@ def run_reproduction(options: ReproduceOptions) -> Dict[str, str]:
     results, baselines, learning_rate_choice = {}, {}, {}
     # Only the experiments that train need the data; speed alone needs no corpus.
     if arms:
-        data = prepare_pretraining_data(os.path.join(output_dir, "data"), budget, options.corpus,
-                                        options.include_site_packages)
+        with stopped_during("the data preparation"):
+            data = prepare_pretraining_data(os.path.join(output_dir, "data"), budget, options.corpus,
+                                            options.include_site_packages)
         budget, learning_rate_choice = choose_learning_rate(budget, output_dir, data, options.seeds[0],
                                                             options.jit_compile)
         results = run_arms(arms, os.path.join(output_dir, "arms"), budget, data, options.jit_compile)
@@ -140,8 +149,11 @@ def run_reproduction(options: ReproduceOptions) -> Dict[str, str]:
             own = {key: value for key, value in results.items() if key.startswith(name + "/")}
             sections.append({**EXPERIMENTS[name][1](own, baselines), "reused": reused_trainings(own)})
         else:
-            sections.append(MEASUREMENTS[name](budget.speed, os.path.join(output_dir, name), options.jit_compile))
+            with stopped_during(f"the {name} measurements"):
+                sections.append(MEASUREMENTS[name](budget.speed, os.path.join(output_dir, name),
+                                                   options.jit_compile))
     corpus = ", ".join(options.corpus) if options.corpus else "the built-in docstring corpus"
-    paths = write_report(output_dir, sections, results, _scale_text(budget, options.seeds, corpus), baselines)
+    with stopped_during("the writing of the report"):
+        paths = write_report(output_dir, sections, results, _scale_text(budget, options.seeds, corpus), baselines)
     logging.info("Report: %s", paths["report"])
     return paths

@@ -156,7 +156,8 @@ def _add_evaluations(arm: Arm, options: PretrainingOptions, result: Dict[str, ob
 
 def run_arm(arm: Arm, output_dir: str, budget: Budget, data: PretrainingData, jit_compile="auto") -> Dict[str, object]:
     """Trains (or resumes) and evaluates one arm, writes its arm_result.json and returns it; SIGTERM during the
-    training raises stopping.ReproductionStopped once its checkpoint is saved."""
+    training raises stopping.ReproductionStopped once its checkpoint is saved (or, under stopping.stop_on_sigterm,
+    once it has finished, when the signal came during its last loop or its evaluation)."""
     options = _pretraining_options(output_dir, arm, budget, data, jit_compile)
     with stopped_during(f"training {arm.key}"):
         results = run_pretraining(arm.config, options)

@@ -71,7 +71,12 @@ class TrainingCheckpoints:
 
 
 class SigtermFlag:
-    """While active, SIGTERM only sets a flag, checked between loops (and agreed on by all workers)."""
+    """While active, SIGTERM only sets a flag, checked between loops (and agreed on by all workers).
+
+    A SIGTERM that came during the last loop stops nothing here: on a normal exit it goes on to the handler that was
+    in place before, when that is a Python function (a caller's, such as a reproduction run's), and is dropped under
+    the default action, as before, so a run script still finishes its evaluation.
+    """
 
     def __init__(self, strategy):
         self._strategy = strategy
@@ -100,7 +105,9 @@ class SigtermFlag:
         per_replica = self._strategy.run(tf.identity, args=(requested,))
         return self._strategy.reduce(tf.distribute.ReduceOp.SUM, per_replica, axis=None)
 
-    def __exit__(self, *exc_info):
+    def __exit__(self, exc_type, exc_value, traceback):
         if self._previous_handler is not None:
             signal.signal(signal.SIGTERM, self._previous_handler)
+            if self._requested and exc_type is None and callable(self._previous_handler):
+                self._previous_handler(signal.SIGTERM, None)
         return False
