@@ -36,14 +36,36 @@ def _gelu_tanh(x):
 
 
 def _gelu_value(x):
-    return 0.5 * x * (1.0 + _gelu_tanh(x))
+    return _in_float32(lambda x: 0.5 * x * (1.0 + _gelu_tanh(x)), x)
 
 
 def _gelu_value_and_derivative(x):
+    return _in_float32(_gelu_value_and_derivative_of, x)
+
+
+def _gelu_value_and_derivative_of(x):
     tanh = _gelu_tanh(x)
     half_x = 0.5 * x
     slope = _SQRT_2_OVER_PI * (1.0 + 3.0 * _CUBIC * x * x)
     return half_x * (1.0 + tanh), 0.5 * (1.0 + tanh) + half_x * (1.0 - tanh * tanh) * slope
+
+
+def _gelu_value_and_input_gradient(x, upstream):
+    value, derivative = _in_float32(_gelu_value_and_derivative_of, x, cast_back=False)
+    return tf.cast(value, x.dtype), tf.cast(tf.cast(upstream, tf.float32) * derivative, x.dtype)
+
+
+def _in_float32(function, x, cast_back=True):
+    """`function` of `x` computed in float32 and (with `cast_back`) rounded once to `x`'s dtype.
+
+    In bfloat16 XLA:CPU would round after every operation, converting back and forth each time: GELU and
+    its gradient over [8, 128, 3072] took 4x the CPU time of the float32 computation (BUILD_NOTES.md,
+    "Speed and memory"). The original computes in float32 throughout.
+    """
+    outputs = function(tf.cast(x, tf.float32) if x.dtype != tf.float32 else x)
+    if not cast_back:
+        return outputs
+    return tf.nest.map_structure(lambda output: tf.cast(output, x.dtype), outputs)
 
 
 def _relu_value_and_derivative(x):
@@ -60,20 +82,27 @@ def _linear_value_and_derivative(x):
 
 
 class ActivationWithDerivative:
-    """An activation's value, and its value with its derivative, for a gradient that recomputes them.
+    """An activation's value, and its value with the gradient through it, for a gradient that recomputes them.
 
-    `value_and_derivative(x)` computes both from one pass (one tanh for GELU); for GELU both run as one
-    XLA-fused loop, and `value(x)` too, so a recomputed value equals the forward pass's bit for bit.
+    `value_and_input_gradient(x, upstream)` gives the activation of `x` and `upstream` times its derivative
+    from one pass (one tanh for GELU); for GELU both run as one XLA-fused loop, and `value(x)` too, so a
+    recomputed value equals the forward pass's bit for bit.
 
     Example:
-    >>> value, derivative = activation_with_derivative(tf.tanh).value_and_derivative(tf.constant(0.0))
-    >>> float(value), float(derivative)
-    (0.0, 1.0)
+    >>> with_derivative = activation_with_derivative(tf.tanh)
+    >>> value, input_gradient = with_derivative.value_and_input_gradient(tf.constant(0.0), tf.constant(3.0))
+    >>> float(value), float(input_gradient)
+    (0.0, 3.0)
     """
 
-    def __init__(self, value, value_and_derivative):
+    def __init__(self, value, value_and_derivative, value_and_input_gradient=None):
         self.value = value
         self.value_and_derivative = value_and_derivative
+        self.value_and_input_gradient = value_and_input_gradient or self._value_and_input_gradient
+
+    def _value_and_input_gradient(self, x, upstream):
+        value, derivative = self.value_and_derivative(x)
+        return value, upstream * derivative
 
 
 def linear(x):
@@ -81,7 +110,8 @@ def linear(x):
 
 
 _WITH_DERIVATIVES = {
-    gelu: ActivationWithDerivative(xla_fused(_gelu_value), xla_fused(_gelu_value_and_derivative)),
+    gelu: ActivationWithDerivative(xla_fused(_gelu_value), xla_fused(_gelu_value_and_derivative),
+                                 xla_fused(_gelu_value_and_input_gradient)),
     tf.nn.relu: ActivationWithDerivative(tf.nn.relu, _relu_value_and_derivative),
     tf.tanh: ActivationWithDerivative(tf.tanh, _tanh_value_and_derivative),
     linear: ActivationWithDerivative(linear, _linear_value_and_derivative),

@@ -5,7 +5,7 @@ import tensorflow as tf
 
 from albert_tf.layers.activations import activation_with_derivative, get_activation
 from albert_tf.layers.initializers import LAYER_NORM_EPSILON, truncated_normal
-from albert_tf.layers.recomputation import input_for_recomputation
+from albert_tf.layers.recomputation import ordered_input_for_recomputation
 from albert_tf.layers.replica_dropout import ReplicaDropout
 
 
@@ -32,8 +32,7 @@ def activated_projection(pre_activation, kernel, bias, activation, fused=True):
 
     def activated_and_input_gradient(recomputed_input, activated_grad):
         if with_derivative is not None:
-            activated, derivative = with_derivative.value_and_derivative(recomputed_input)
-            return activated, activated_grad * derivative
+            return with_derivative.value_and_input_gradient(recomputed_input, activated_grad)
         with tf.GradientTape() as tape:
             tape.watch(recomputed_input)
             activated = activation(recomputed_input)
@@ -44,12 +43,15 @@ def activated_projection(pre_activation, kernel, bias, activation, fused=True):
         output = tf.tensordot(forward_activation(pre_activation), kernel, axes=1) + bias
 
         def gradient(upstream):
-            recomputed_input = input_for_recomputation(pre_activation, upstream)
-            activated_grad = tf.tensordot(upstream, kernel, axes=[[upstream.shape.rank - 1], [1]])
+            recomputed_input = ordered_input_for_recomputation(pre_activation, upstream)
+            # Matmuls on [tokens, features] with transposed operands, where tensordot would first transpose
+            # W2 and the recomputed activation (a [tokens, intermediate] copy per depth).
+            upstream_rows = tf.reshape(upstream, [-1, upstream.shape[-1]])
+            activated_grad = tf.reshape(tf.matmul(upstream_rows, kernel, transpose_b=True),
+                                        tf.shape(pre_activation))
             activated, input_grad = activated_and_input_gradient(recomputed_input, activated_grad)
-            batch_axes = list(range(upstream.shape.rank - 1))
-            kernel_grad = tf.tensordot(activated, upstream, axes=[batch_axes, batch_axes])
-            bias_grad = tf.reduce_sum(upstream, axis=batch_axes)
+            kernel_grad = tf.matmul(tf.reshape(activated, [-1, kernel.shape[0]]), upstream_rows, transpose_a=True)
+            bias_grad = tf.reduce_sum(upstream_rows, axis=0)
             return input_grad, kernel_grad, bias_grad
 
         return output, gradient

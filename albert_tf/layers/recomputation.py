@@ -4,6 +4,7 @@ from typing import Callable, List, Optional, Sequence, Union
 
 import tensorflow as tf
 from tensorflow.compiler.tf2xla.python import xla
+from tensorflow.python.ops import control_flow_util
 
 from albert_tf.layers.replica_dropout import recording_dropout_seeds, replaying_dropout_seeds
 
@@ -128,6 +129,24 @@ def input_for_recomputation(saved_input: tf.Tensor, upstream: tf.Tensor) -> tf.T
     """
     saved_input, upstream = xla.optimization_barrier(saved_input, upstream)
     return saved_input + _zero_depending_on([upstream], saved_input.dtype)
+
+
+def ordered_input_for_recomputation(saved_input: tf.Tensor, upstream: tf.Tensor) -> tf.Tensor:
+    """`saved_input`, for a backward pass to recompute from once `upstream` exists, where the recomputation
+    cannot be merged with the forward pass's by construction (it calls another function).
+
+    Traced for XLA, that is `input_for_recomputation` (XLA's CSE merges equal computations across functions it
+    inlines). For TensorFlow's kernels a control dependency is enough, and costs nothing, where the barrier
+    and the added zero are two passes over the tensor.
+
+    Example:
+    >>> float(ordered_input_for_recomputation(tf.constant(2.0), tf.constant(5.0)))
+    2.0
+    """
+    if control_flow_util.GraphOrParentsInXlaContext(tf.compat.v1.get_default_graph()):
+        return input_for_recomputation(saved_input, upstream)
+    with tf.control_dependencies([upstream]):
+        return tf.identity(saved_input)
 
 
 def _zero_depending_on(tensors: Sequence[tf.Tensor], dtype) -> tf.Tensor:

@@ -45,3 +45,21 @@ def test_xla_recomputes_the_activation_instead_of_keeping_it():
 
     hlo = gradients.experimental_get_compiler_ir(*_operands())(stage="optimized_hlo")
     assert len(re.findall(r"= \S+ tanh\(", hlo)) == 2
+
+
+def _gradient_graph_ops(jit_compile):
+    gradients = tf.function(lambda *args: _value_and_gradients(
+        lambda x, w, b: activated_projection(x, w, b, gelu), *args), jit_compile=jit_compile)
+    graph = gradients.get_concrete_function(*_operands()).graph
+    return [op for op in graph.get_operations()]
+
+
+def test_recomputation_waits_for_the_upstream_gradient_without_a_copy_on_tensorflows_kernels():
+    """Without XLA the recomputation calls another function than the forward pass, so nothing can merge them:
+    a control dependency on the upstream gradient orders it, where the barrier and the added zero would be two
+    passes over [tokens, intermediate]. Traced for XLA the barrier stays (the HLO test above)."""
+    plain_ops = _gradient_graph_ops(jit_compile=False)
+    assert not [op for op in plain_ops if op.type == "XlaOptimizationBarrier"]
+    ordered = [op for op in plain_ops if op.type == "Identity" and op.control_inputs]
+    assert ordered, [op.type for op in plain_ops]
+    assert [op for op in _gradient_graph_ops(jit_compile=True) if op.type == "XlaOptimizationBarrier"]
