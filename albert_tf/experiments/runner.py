@@ -46,6 +46,8 @@ CURVE_METRICS = ("masked_lm_accuracy", "masked_lm_loss")
 # Every arm keeps this many evenly spaced checkpoints (the last at the final step) and its result holds the held-out
 # metrics of each: the same checkpoints for every arm, so arms that differ only in what they read are one training.
 HELD_OUT_CURVE_POINTS = 4
+# Checkpoints kept beyond those: a SIGTERM saves one off the schedule, which must not rotate out a scheduled one.
+PREEMPTION_CHECKPOINTS_KEPT = 8
 # Points of each arm's learning curve: the training loss and metrics are logged (to train/'s TensorBoard events)
 # this many times over the run.
 CURVE_POINTS = 20
@@ -94,6 +96,18 @@ def seed_results(results: Mapping[str, Mapping[str, object]], experiment: str,
     return [result for key, result in sorted(results.items()) if key.startswith(f"{experiment}/{arm}/")]
 
 
+def held_out_curve_steps(num_train_steps: int) -> List[int]:
+    """The steps of an arm's held-out curve: its last HELD_OUT_CURVE_POINTS scheduled checkpoints.
+
+    Example:
+    >>> held_out_curve_steps(2000), held_out_curve_steps(42)
+    ([500, 1000, 1500, 2000], [20, 30, 40, 42])
+    """
+    save_every = max(1, num_train_steps // HELD_OUT_CURVE_POINTS)
+    scheduled = sorted(set(range(save_every, num_train_steps + 1, save_every)) | {num_train_steps})
+    return scheduled[-HELD_OUT_CURVE_POINTS:]
+
+
 def _pretraining_options(output_dir: str, arm: Arm, budget: Budget, data: PretrainingData,
                          jit_compile) -> PretrainingOptions:
     save_every = budget.num_train_steps // HELD_OUT_CURVE_POINTS
@@ -106,7 +120,7 @@ def _pretraining_options(output_dir: str, arm: Arm, budget: Budget, data: Pretra
         train_batch_size=budget.train_batch_size, eval_batch_size=budget.eval_batch_size, optimizer="lamb",
         learning_rate=budget.learning_rate, num_train_steps=budget.num_train_steps,
         num_warmup_steps=budget.num_warmup_steps, save_checkpoints_steps=max(1, save_every),
-        keep_checkpoint_max=HELD_OUT_CURVE_POINTS, max_eval_steps=budget.max_eval_steps,
+        keep_checkpoint_max=HELD_OUT_CURVE_POINTS + PREEMPTION_CHECKPOINTS_KEPT, max_eval_steps=budget.max_eval_steps,
         log_every_steps=curve_interval, steps_per_loop=curve_interval,
         jit_compile=jit_compile, mixed_precision=budget.mixed_precision, seed=arm.seed,
         sentence_loss_weight=arm.sentence_loss_weight)
@@ -163,11 +177,17 @@ def run_arm(arm: Arm, output_dir: str, budget: Budget, data: PretrainingData, ji
         results = run_pretraining(arm.config, options)
     result = {"arm": arm.name, "seed": arm.seed, "parameters": encoder_parameters(arm.config),
               "eval": results["eval"], "train": results["train"]}
-    # What run_pretraining's evaluation of every kept checkpoint wrote for TensorBoard (a rerun's last value).
+    # What run_pretraining's evaluation of every kept checkpoint wrote for TensorBoard (a rerun's last value), at
+    # the scheduled steps only: a checkpoint that a SIGTERM saved in between is evaluated too, and left out here,
+    # so that every arm's curve has the same steps.
     eval_dir = os.path.join(output_dir, "eval")
     curves = {key: read_scalars(eval_dir, key) for key in CURVE_METRICS}
-    result["curve"] = {"step": list(curves[CURVE_METRICS[0]]),
-                       **{key: list(values.values()) for key, values in curves.items()}}
+    steps = held_out_curve_steps(budget.num_train_steps)
+    missing = [step for step in steps if step not in curves[CURVE_METRICS[0]]]
+    if missing:
+        raise ValueError(f"The held-out curve of {arm.key} in {eval_dir} has no evaluation at step(s) {missing}; "
+                         f"delete {output_dir} and rerun to train the arm again.")
+    result["curve"] = {"step": steps, **{key: [values[step] for step in steps] for key, values in curves.items()}}
     return _add_evaluations(arm, options, result, budget, data)
 
 

@@ -7,7 +7,8 @@ import os
 from albert_tf.experiments.budgets import budget_for
 from albert_tf.experiments.reproduce import EXPERIMENTS, reused_trainings
 from albert_tf.experiments.report import report_text
-from albert_tf.experiments.runner import ARM_RESULT_NAME, arm_directory, run_arms, training_arm, trainings
+from albert_tf.experiments.runner import (ARM_RESULT_NAME, arm_directory, held_out_curve_steps, run_arms, training_arm,
+                                         trainings)
 
 
 def _all_arms(budget, seeds=(0,)):
@@ -84,3 +85,9 @@ def test_a_finished_training_in_any_of_its_arms_directories_is_kept_for_all_of_t
     section = {"name": "sharing", "title": "Sharing", "table": "| a |", "claims": {}, "reused": reused}
     assert "Reused trainings (the same model, records, objective and seed" in report_text([section], "tiny", {})
     assert "sharing/all is dropout/dropout0." in report_text([section], "tiny", {})
+
+
+def test_the_held_out_curve_has_the_scheduled_steps_whatever_else_was_kept():
+    assert held_out_curve_steps(2000) == [500, 1000, 1500, 2000]
+    assert held_out_curve_steps(40) == [10, 20, 30, 40]
+    assert held_out_curve_steps(3) == [1, 2, 3]

@@ -9,7 +9,7 @@ from albert_tf.experiments import dropout, embedding_size
 from albert_tf.experiments.budgets import SMOKE
 from albert_tf.experiments.pretraining_data import PretrainingData
 from albert_tf.experiments.report import write_report
-from albert_tf.experiments.runner import HELD_OUT_CURVE_POINTS, _pretraining_options
+from albert_tf.experiments.runner import HELD_OUT_CURVE_POINTS, PREEMPTION_CHECKPOINTS_KEPT, _pretraining_options
 
 BASELINES = {"masked_lm": 0.05, "sentence_order": 0.6}
 SMALL_MODEL = dict(embedding_size=128, hidden_size=256, num_hidden_layers=4, num_attention_heads=4,
@@ -80,10 +80,11 @@ def test_dropout_arms_differ_only_in_dropout_and_keep_a_curve():
         (0.0, 0.0), (0.1, 0.1)]
     assert arms[0].config.to_dict() == {**arms[1].config.to_dict(), "hidden_dropout_prob": 0.0,
                                         "attention_probs_dropout_prob": 0.0}
-    # Their held-out curve: the checkpoints every arm keeps (runner.HELD_OUT_CURVE_POINTS), each evaluated.
+    # Their held-out curve: the scheduled checkpoints every arm keeps (runner.HELD_OUT_CURVE_POINTS), each
+    # evaluated, with room for checkpoints a SIGTERM saves in between.
     options = [_pretraining_options("out", arm, SMOKE, _data(), "auto") for arm in arms]
     assert {(option.save_checkpoints_steps, option.keep_checkpoint_max) for option in options} == {
-        (SMOKE.num_train_steps // HELD_OUT_CURVE_POINTS, HELD_OUT_CURVE_POINTS)}
+        (SMOKE.num_train_steps // HELD_OUT_CURVE_POINTS, HELD_OUT_CURVE_POINTS + PREEMPTION_CHECKPOINTS_KEPT)}
 
 
 def test_dropout_section_has_curves_final_figures_and_a_verdict(tmp_path):

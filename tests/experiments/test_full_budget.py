@@ -50,7 +50,7 @@ def test_the_full_budget_plans_every_experiment_at_the_papers_settings(tmp_path)
     assert embedding_size.embedding_sizes(FULL.model) == [16, 32, 64, 128]
     assert plan["dropout/dropout0.1/seed0"].config.hidden_dropout_prob == 0.1
     dropout_options = _pretraining_options("out", plan["dropout/dropout0/seed0"], FULL, _data("records"), "auto")
-    assert (dropout_options.save_checkpoints_steps, dropout_options.keep_checkpoint_max) == (31250, 4)
+    assert (dropout_options.save_checkpoints_steps, dropout_options.keep_checkpoint_max) == (31250, 4 + 8)
     assert speed.speed_configs(FULL.speed)["albert-xxlarge"] == AlbertConfig.from_preset("albert-xxlarge")
     assert (FULL.speed.batch_size, FULL.speed.seq_length, FULL.speed.full_size) == (32, 512, True)
 

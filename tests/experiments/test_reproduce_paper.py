@@ -33,16 +33,17 @@ def _write_user_corpus(path):
     return path
 
 
-def _stop_with_sigterm_after_step_10(flags, output_dir, arm_key):
-    """Starts the run, sends SIGTERM (as a cluster manager would) once the first training has logged step 10,
+def _stop_with_sigterm_after_step_12(flags, output_dir, arm_key):
+    """Starts the run, sends SIGTERM (as a cluster manager would) once the first training has logged step 12 (off
+    its checkpoint schedule of every 10 steps, so the stop saves a checkpoint of its own),
     checks that the run stops in one line with the arm resumable, and returns the step it stopped at."""
     process = start_script("reproduce_paper", *flags)
     deadline = time.time() + 300
     for line in process.stderr:
-        if "step 10/40" in line:
+        if "step 12/40" in line:
             process.send_signal(signal.SIGTERM)
             break
-        assert time.time() < deadline, "the run never logged step 10"
+        assert time.time() < deadline, "the run never logged step 12"
     rest = process.communicate(timeout=300)[1]
     assert process.returncode == 128 + signal.SIGTERM, rest[-3000:]
     assert "Traceback" not in rest
@@ -51,7 +52,7 @@ def _stop_with_sigterm_after_step_10(flags, output_dir, arm_key):
                         rf"{re.escape(arm_dir)}\); rerun the same command to resume\.$", rest.strip().splitlines()[-1])
     assert stopped, rest[-3000:]
     step = int(stopped.group(1))
-    assert 10 <= step < 40 and os.path.exists(os.path.join(arm_dir, f"ckpt-{step}.index"))
+    assert 12 <= step < 40 and step % 10 and os.path.exists(os.path.join(arm_dir, f"ckpt-{step}.index"))
     assert not os.path.exists(os.path.join(arm_dir, ARM_RESULT_NAME))
     assert not os.path.exists(os.path.join(output_dir, "REPORT.md"))
     return step
@@ -65,7 +66,7 @@ def test_smoke_budget_on_a_corpus_stops_on_sigterm_resumes_writes_every_table_pl
     # --nojit_compile: auto's timed trials and XLA's compiles would be most of the tiny models' minutes.
     flags = ("--experiment=all", "--budget=smoke", f"--corpus={corpus}", "--seeds=3", "--nojit_compile",
              f"--output_dir={output_dir}")
-    step = _stop_with_sigterm_after_step_10(flags, output_dir, "sharing/none/seed3")
+    step = _stop_with_sigterm_after_step_12(flags, output_dir, "sharing/none/seed3")
     first = run_script("reproduce_paper", *flags)
     assert first.returncode == 0, first.stderr[-3000:]
     assert "trainings: 0 finished and kept, 9 to run" in first.stderr
@@ -106,6 +107,10 @@ def test_smoke_budget_on_a_corpus_stops_on_sigterm_resumes_writes_every_table_pl
     # The dropout arms' held-out curve: every kept checkpoint, the last the final figure.
     curve = document["arms"]["dropout/dropout0.1"]["seed3"]
     assert curve["curve/step"] == [10, 20, 30, 40]
+    # The arm stopped by SIGTERM kept the checkpoint of that step too; its curve has the scheduled steps alone.
+    assert os.path.exists(os.path.join(output_dir, "arms", "sharing", "none", "seed3",
+                                                      f"ckpt-{step}.index"))
+    assert document["arms"]["sharing/none"]["seed3"]["curve/step"] == [10, 20, 30, 40]
     assert curve["curve/masked_lm_accuracy"][-1] == pytest.approx(curve["masked_lm_accuracy"])  # float32 events
     assert set(document["measurements"]) == {f"speed/{name}" for name in speed.MODELS}
     assert all(record["seq_per_s_median"] > 0 and record["parameter_mb"] > 0
@@ -135,8 +140,8 @@ def test_smoke_budget_on_a_corpus_stops_on_sigterm_resumes_writes_every_table_pl
     assert "trained_as" not in document["arms"]["sharing/none"]["seed3"]
     assert sorted(os.listdir(os.path.join(output_dir, "arms", "dropout"))) == ["dropout0.1"]
     mtimes = _checkpoint_mtimes(output_dir)
-    # The kept checkpoints of each training and one per sharing arm's downstream run.
-    assert len([path for path in mtimes if path.endswith(".index")]) == 9 * HELD_OUT_CURVE_POINTS + 4
+    # The kept checkpoints of each training, the one the SIGTERM saved, and one per sharing arm's downstream run.
+    assert len([path for path in mtimes if path.endswith(".index")]) == 9 * HELD_OUT_CURVE_POINTS + 1 + 4
     speed_records = {path: os.path.getmtime(path) for path in glob.glob(os.path.join(output_dir, "speed", "*.json"))}
     assert len(speed_records) == len(speed.MODELS)
     rerun = run_script("reproduce_paper", *flags)

@@ -30,7 +30,7 @@ def test_the_small_budget_plans_every_experiment_at_bert_mini_size():
         options = _pretraining_options("out", arm, SMALL, DATA, "auto")
         assert (options.train_batch_size, options.max_seq_length, options.num_train_steps, options.num_warmup_steps,
                 options.mixed_precision, options.optimizer) == (32, 128, 2000, 200, "mixed_bfloat16", "lamb"), arm.key
-        assert (options.save_checkpoints_steps, options.keep_checkpoint_max) == (500, HELD_OUT_CURVE_POINTS)
+        assert (options.save_checkpoints_steps, options.keep_checkpoint_max) == (500, HELD_OUT_CURVE_POINTS + 8)
         assert options.input_file == f"{arm.train_data}-records"
     assert len(SMALL.learning_rate_candidates) >= 3 and SMALL.learning_rate_steps < SMALL.num_train_steps
 
