@@ -7,9 +7,11 @@ import inspect
 import os
 import random
 import re
+import signal
 import string
 import subprocess
 import sys
+import time
 import types
 
 import numpy as np
@@ -102,6 +104,20 @@ def start_script(name, *flags, **env):
     environment = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2", **env}
     return subprocess.Popen([sys.executable, "-m", f"run_scripts.{name}", *flags], cwd=REPO_ROOT, env=environment,
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+
+
+def sigterm_on_log_line(process, marker, timeout=300):
+    """Sends SIGTERM to `process` (a script started with a text stderr pipe), as a cluster manager would, once a
+    line of its stderr contains `marker`; returns the rest of its stderr after it has exited."""
+    deadline = time.time() + timeout
+    for line in process.stderr:
+        if marker in line:
+            process.send_signal(signal.SIGTERM)
+            break
+        assert time.time() < deadline, f"the run never logged {marker!r}"
+    else:
+        raise AssertionError(f"the run ended without logging {marker!r}")
+    return process.communicate(timeout=timeout)[1]
 
 
 _WORDS = ("the model learns a shared block of attention and feed forward weights that runs at every depth "

@@ -6,7 +6,6 @@ import json
 import os
 import re
 import signal
-import time
 
 import pytest
 
@@ -14,7 +13,7 @@ from albert_tf.experiments import speed
 from albert_tf.experiments.reproduce import EXPERIMENT_NAMES, EXPERIMENTS
 from albert_tf.experiments.runner import ARM_RESULT_NAME, HELD_OUT_CURVE_POINTS
 from data_gen import corpora
-from tests.helpers import run_script, start_script
+from tests.helpers import run_script, sigterm_on_log_line, start_script
 
 
 def _checkpoint_mtimes(output_dir):
@@ -38,13 +37,7 @@ def _stop_with_sigterm_after_step_12(flags, output_dir, arm_key):
     its checkpoint schedule of every 10 steps, so the stop saves a checkpoint of its own),
     checks that the run stops in one line with the arm resumable, and returns the step it stopped at."""
     process = start_script("reproduce_paper", *flags)
-    deadline = time.time() + 300
-    for line in process.stderr:
-        if "step 12/40" in line:
-            process.send_signal(signal.SIGTERM)
-            break
-        assert time.time() < deadline, "the run never logged step 12"
-    rest = process.communicate(timeout=300)[1]
+    rest = sigterm_on_log_line(process, "step 12/40")
     assert process.returncode == 128 + signal.SIGTERM, rest[-3000:]
     assert "Traceback" not in rest
     arm_dir = os.path.join(output_dir, "arms", *arm_key.split("/"))

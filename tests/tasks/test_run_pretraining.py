@@ -1,7 +1,6 @@
 import json
 import logging
 import os
-import signal
 import subprocess
 import sys
 import time
@@ -150,13 +149,7 @@ def test_sigterm_then_rerun_equals_an_uninterrupted_run(records, tmp_path):
 
     interrupted = tmp_path / "interrupted"
     process = subprocess.Popen(_script(records, interrupted, *common), stderr=subprocess.PIPE, text=True)
-    deadline = time.time() + 240
-    for line in process.stderr:
-        if "step 10/" in line:
-            process.send_signal(signal.SIGTERM)
-            break
-        assert time.time() < deadline, "the run never logged step 10"
-    rest = process.communicate(timeout=240)[1]
+    rest = helpers.sigterm_on_log_line(process, "step 10/", timeout=240)
     assert process.returncode == 0, rest[-2000:]
     preempted_step = int(tf.train.latest_checkpoint(str(interrupted)).rsplit("-", 1)[1])
     assert 10 <= preempted_step < steps
