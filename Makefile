@@ -12,6 +12,10 @@ BEAM_STAMP := $(BEAM)/.installed
 ONNX := $(VENV)/onnx
 ONNX_STAMP := $(ONNX)/.installed
 
+# Test processes run side by side (pytest-xdist): most tests are bound by one thread (tracing, subprocesses), so two
+# workers on the 2 CI cores halve the suite's time. Each worker imports TensorFlow (about 0.6 GB): raise with care.
+TEST_WORKERS ?= 2
+
 .PHONY: demo test test-fast install peers beam onnx
 
 $(STAMP): requirements.txt requirements-dev.txt requirements-test-oracles.txt
@@ -54,7 +58,7 @@ demo: $(STAMP)
 	$(VPY) -m run_scripts.quickstart --output_dir=demo_output
 
 test: $(STAMP) $(PEERS_STAMP) $(BEAM_STAMP) $(ONNX_STAMP)
-	$(VPY) -m pytest -q tests
+	$(VPY) -m pytest -q -n $(TEST_WORKERS) tests
 
 test-fast: $(STAMP)
-	$(VPY) -m pytest -q -m "not slow" tests
+	$(VPY) -m pytest -q -n $(TEST_WORKERS) -m "not slow" tests
