@@ -12,6 +12,7 @@ then writes the report.
 """
 
 import dataclasses
+import json
 import os
 from typing import Dict, List, Mapping, Optional, Sequence
 
@@ -53,6 +54,45 @@ class ReproduceOptions:
     jit_compile: object = "auto"
     # A local GLUE copy (the original layout): the downstream score adds SST-2 and MNLI dev.
     glue_data_dir: Optional[str] = None
+
+
+RUN_IDENTITY_NAME = "run.json"
+
+
+def check_run_identity(output_dir: str, options: ReproduceOptions) -> None:
+    """Records in `output_dir`/run.json what its data and arms come from (the budget and the corpus), or checks
+    that a rerun asks for the same: a rerun keeps every finished arm and the data, so a run with another budget or
+    corpus there would silently report the first one's. Seeds, experiments and --glue_data_dir may change.
+
+    Example:
+    >>> import tempfile
+    >>> output_dir = tempfile.mkdtemp()
+    >>> check_run_identity(output_dir, ReproduceOptions(output_dir, budget="smoke"))
+    >>> check_run_identity(output_dir, ReproduceOptions(output_dir, budget="smoke", seeds=(0, 1)))
+    """
+    identity = {"budget": options.budget,
+                "corpus": sorted(os.path.abspath(path) for path in options.corpus) if options.corpus else None,
+                "include_site_packages": bool(options.include_site_packages) and not options.corpus}
+    path = os.path.join(output_dir, RUN_IDENTITY_NAME)
+    if os.path.exists(path):
+        with open(path, encoding="utf-8") as handle:
+            recorded = json.load(handle)
+        if recorded != identity:
+            raise ValueError(f"--output_dir={output_dir} holds a run of {_identity_text(recorded)} ({path}), not "
+                             f"of {_identity_text(identity)}; rerun with those flags or give another --output_dir.")
+        return
+    os.makedirs(output_dir, exist_ok=True)
+    temporary = path + ".incomplete"
+    with open(temporary, "w", encoding="utf-8") as handle:
+        json.dump(identity, handle, indent=2, sort_keys=True)
+    os.replace(temporary, path)
+
+
+def _identity_text(identity: Mapping[str, object]) -> str:
+    corpus = (f"--corpus={','.join(identity['corpus'])}" if identity.get("corpus") else
+              "the built-in corpus" + (" with --include_site_packages" if identity.get("include_site_packages")
+                                       else ""))
+    return f"--budget={identity.get('budget')} on {corpus}"
 
 
 def experiment_names(requested: Sequence[str]) -> List[str]:
@@ -124,6 +164,7 @@ def _run_reproduction(options: ReproduceOptions) -> Dict[str, str]:
         raise ValueError(f"--seeds={','.join(map(str, options.seeds))}: give one or more distinct seeds.")
     check_glue_data_dir(options.glue_data_dir)
     output_dir = os.path.abspath(options.output_dir)
+    check_run_identity(output_dir, options)
     arms = [arm for name in names if name in EXPERIMENTS
             for arm in EXPERIMENTS[name][0](budget.model, budget.vocab_size, options.seeds)]
     results, baselines, learning_rate_choice = {}, {}, {}

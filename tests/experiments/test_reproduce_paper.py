@@ -10,7 +10,7 @@ import signal
 import pytest
 
 from albert_tf.experiments import speed
-from albert_tf.experiments.reproduce import EXPERIMENT_NAMES, EXPERIMENTS
+from albert_tf.experiments.reproduce import EXPERIMENT_NAMES, EXPERIMENTS, ReproduceOptions, check_run_identity
 from albert_tf.experiments.runner import ARM_RESULT_NAME, HELD_OUT_CURVE_POINTS
 from data_gen import corpora
 from tests.helpers import run_script, sigterm_on_log_line, start_script
@@ -153,3 +153,24 @@ def test_a_corpus_too_small_to_split_is_one_error_line(tmp_path):
     completed = run_script("reproduce_paper", f"--corpus={corpus}", f"--output_dir={tmp_path / 'out'}")
     assert completed.returncode == 1
     assert completed.stderr.strip().splitlines()[-1].startswith(f"error: --corpus={corpus}: its 1 documents give")
+
+
+def test_a_rerun_with_another_budget_or_corpus_is_one_error_line_and_touches_nothing(tmp_path):
+    output_dir = str(tmp_path / "out")
+    corpus = _write_user_corpus(str(tmp_path / "corpus.txt"))
+    check_run_identity(output_dir, ReproduceOptions(output_dir, budget="smoke", corpus=[corpus]))
+    recorded = open(os.path.join(output_dir, "run.json"), encoding="utf-8").read()
+    # The same budget and corpus pass, with other seeds and experiments.
+    check_run_identity(output_dir, ReproduceOptions(output_dir, experiments=["sharing"], budget="smoke",
+                                                    corpus=[corpus], seeds=(0, 1, 2)))
+    with pytest.raises(ValueError, match=r"holds a run of --budget=smoke on --corpus=.*corpus\.txt .*not of "
+                                         r"--budget=smoke on the built-in corpus with --include_site_packages;"):
+        check_run_identity(output_dir, ReproduceOptions(output_dir, budget="smoke", include_site_packages=True))
+    completed = run_script("reproduce_paper", "--budget=small", f"--corpus={corpus}", f"--output_dir={output_dir}")
+    assert completed.returncode == 1
+    assert completed.stderr.strip().splitlines()[-1] == (
+        f"error: --output_dir={output_dir} holds a run of --budget=smoke on --corpus={corpus} "
+        f"({os.path.join(output_dir, 'run.json')}), not of --budget=small on --corpus={corpus}; rerun with those "
+        "flags or give another --output_dir.")
+    assert os.listdir(output_dir) == ["run.json"]
+    assert open(os.path.join(output_dir, "run.json"), encoding="utf-8").read() == recorded
