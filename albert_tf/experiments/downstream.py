@@ -15,7 +15,6 @@ Example (it fine-tunes, so it is not run here):
 0.125
 """
 
-import json
 import os
 import time
 from typing import Dict, List, Mapping, Optional, Sequence
@@ -24,6 +23,7 @@ import tensorflow as tf
 from absl import logging
 
 from albert_tf.experiments.budgets import Budget
+from albert_tf.experiments.json_files import read_json, write_json
 from albert_tf.experiments.pretraining_data import PretrainingData
 from albert_tf.experiments.runner import Arm
 from albert_tf.experiments.stopping import stopped_during
@@ -144,8 +144,7 @@ def run_downstream(arms: Sequence[Arm], directories: Mapping[str, str], budget: 
         for task in tasks:
             path = os.path.join(directory, DOWNSTREAM_DIR_NAME, task, RESULT_NAME)
             if os.path.exists(path):
-                with open(path, encoding="utf-8") as handle:
-                    runs[directory][task] = json.load(handle)
+                runs[directory][task] = read_json(path)
             else:
                 pending.append((directory, arm, task))
     logging.info("Downstream runs: %d finished and kept, %d to run", len(owners) * len(tasks) - len(pending),
@@ -158,10 +157,7 @@ def run_downstream(arms: Sequence[Arm], directories: Mapping[str, str], budget: 
         options = _finetuning_options(output_dir, arm, arm_dir, budget, data, cached_dir, jit_compile)
         with stopped_during(f"fine-tuning {arm.key} on {task}"):
             metrics = _finetune(task, options, data, glue_data_dir)
-        temporary = os.path.join(output_dir, RESULT_NAME + ".incomplete")
-        with open(temporary, "w", encoding="utf-8") as handle:
-            json.dump(metrics, handle, indent=2, sort_keys=True, default=float)
-        os.replace(temporary, os.path.join(output_dir, RESULT_NAME))
+        write_json(os.path.join(output_dir, RESULT_NAME), metrics)
         runs[arm_dir][task] = metrics
         done = index + 1
         eta = (time.time() - started) / done * (len(pending) - done)

@@ -23,7 +23,8 @@ from absl import logging
 from albert_tf.config import AlbertConfig
 from albert_tf.experiments.budgets import Budget
 from albert_tf.experiments.pretraining_data import PretrainingData
-from albert_tf.experiments.runner import ARM_RESULT_NAME, Arm, arm_directory, read_result, run_arm
+from albert_tf.experiments.json_files import read_json
+from albert_tf.experiments.runner import ARM_RESULT_NAME, Arm, arm_directory, run_arm
 
 NAME = "learning_rate"
 
@@ -47,7 +48,7 @@ def choose_learning_rate(budget: Budget, output_dir: str, data: PretrainingData,
         directory = arm_directory(output_dir, arm)
         path = os.path.join(directory, ARM_RESULT_NAME)
         if os.path.exists(path):
-            result = read_result(path)
+            result = read_json(path)
         else:
             logging.info("Learning rate %g: training %d of %d candidates for %d steps", rate, index + 1,
                          len(candidates), trial.num_train_steps)

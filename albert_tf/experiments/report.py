@@ -6,13 +6,13 @@ Example:
 True
 """
 
-import json
 import os
 from typing import Dict, Mapping, Sequence
 
 import matplotlib.ticker
 import numpy as np
 
+from albert_tf.experiments.json_files import write_json
 from albert_tf.experiments.learning_curves import experiment_curves, plot_learning_curves
 from albert_tf.experiments.plotting import panels
 
@@ -165,6 +165,5 @@ def write_report(output_dir: str, sections: Sequence[Dict[str, object]], results
                 "claims": {f"{section['name']}/{claim}": numbers for section in sections
                            for claim, numbers in section["claims"].items()}}
     results_path = os.path.join(output_dir, RESULTS_NAME)
-    with open(results_path, "w", encoding="utf-8") as handle:
-        json.dump(document, handle, indent=2, sort_keys=True, default=float)
+    write_json(results_path, document)
     return {"report": report_path, "results": results_path}

@@ -12,7 +12,6 @@ then writes the report.
 """
 
 import dataclasses
-import json
 import os
 from typing import Dict, List, Mapping, Optional, Sequence
 
@@ -21,6 +20,7 @@ from absl import logging
 from albert_tf.experiments import dropout, embedding_size, layer_transitions, sharing, sop_vs_nsp, speed
 from albert_tf.experiments.budgets import Budget, budget_for
 from albert_tf.experiments.downstream import check_glue_data_dir, downstream_baselines, run_downstream
+from albert_tf.experiments.json_files import read_json, write_json
 from albert_tf.experiments.learning_rate import choose_learning_rate, learning_rate_section
 from albert_tf.experiments.pretraining_data import PretrainingData, prepare_pretraining_data
 from albert_tf.experiments.report import write_report
@@ -75,17 +75,13 @@ def check_run_identity(output_dir: str, options: ReproduceOptions) -> None:
                 "include_site_packages": bool(options.include_site_packages) and not options.corpus}
     path = os.path.join(output_dir, RUN_IDENTITY_NAME)
     if os.path.exists(path):
-        with open(path, encoding="utf-8") as handle:
-            recorded = json.load(handle)
+        recorded = read_json(path)
         if recorded != identity:
             raise ValueError(f"--output_dir={output_dir} holds a run of {_identity_text(recorded)} ({path}), not "
                              f"of {_identity_text(identity)}; rerun with those flags or give another --output_dir.")
         return
     os.makedirs(output_dir, exist_ok=True)
-    temporary = path + ".incomplete"
-    with open(temporary, "w", encoding="utf-8") as handle:
-        json.dump(identity, handle, indent=2, sort_keys=True)
-    os.replace(temporary, path)
+    write_json(path, identity)
 
 
 def _identity_text(identity: Mapping[str, object]) -> str:

@@ -30,6 +30,7 @@ from absl import logging
 
 from albert_tf.config import AlbertConfig
 from albert_tf.experiments.budgets import Budget
+from albert_tf.experiments.json_files import read_json, write_json
 from albert_tf.experiments.pretraining_data import PretrainingData
 from albert_tf.experiments.stopping import stopped_during
 from albert_tf.experiments.transitions import block_transitions, deeper_shared_encoder
@@ -126,18 +127,6 @@ def _pretraining_options(output_dir: str, arm: Arm, budget: Budget, data: Pretra
         sentence_loss_weight=arm.sentence_loss_weight)
 
 
-def read_result(path: str) -> Dict[str, object]:
-    with open(path, encoding="utf-8") as handle:
-        return json.load(handle)
-
-
-def _write_result(output_dir: str, result: Mapping[str, object]) -> None:
-    temporary = os.path.join(output_dir, ARM_RESULT_NAME + ".incomplete")
-    with open(temporary, "w", encoding="utf-8") as handle:
-        json.dump(result, handle, indent=2, sort_keys=True, default=float)
-    os.replace(temporary, os.path.join(output_dir, ARM_RESULT_NAME))
-
-
 def _missing_evaluations(arm: Arm, result: Mapping[str, object]) -> List[str]:
     """The evaluations `arm` asks for that `result` does not hold yet."""
     return ([name for name, wanted in (("pure_eval", arm.evaluate_pure_sets), ("transitions", arm.measure_transitions))
@@ -164,7 +153,7 @@ def _add_evaluations(arm: Arm, options: PretrainingOptions, result: Dict[str, ob
                 deeper = deeper_shared_encoder(run.model.encoder, 2 * arm.config.num_hidden_layers, batches[0])
                 result["transitions_twice_as_deep"] = block_transitions(deeper, batches)
     if missing or not os.path.exists(os.path.join(options.output_dir, ARM_RESULT_NAME)):
-        _write_result(options.output_dir, result)
+        write_json(os.path.join(options.output_dir, ARM_RESULT_NAME), result)
     return result
 
 
@@ -246,7 +235,7 @@ def run_arms(arms: Sequence[Arm], arms_dir: str, budget: Budget, data: Pretraini
     for group, owner in groups:
         path = os.path.join(arm_directory(arms_dir, owner), ARM_RESULT_NAME)
         if os.path.exists(path):
-            results[owner.key] = read_result(path)
+            results[owner.key] = read_json(path)
             if _missing_evaluations(owner, results[owner.key]):
                 logging.info("Training %s: finished; adding %s for the arms that reuse it", owner.key,
                              ", ".join(_missing_evaluations(owner, results[owner.key])))

@@ -17,7 +17,6 @@ Example:
 """
 
 import dataclasses
-import json
 import math
 import os
 from typing import Dict, Mapping
@@ -27,6 +26,7 @@ from absl import logging
 from albert_tf.benchmarking.workloads import BenchmarkSettings, run_in_subprocess, run_model_workload
 from albert_tf.config import PRESETS, AlbertConfig
 from albert_tf.experiments.budgets import SpeedBudget
+from albert_tf.experiments.json_files import read_json, write_json
 from albert_tf.models.param_count import encoder_parameters
 
 NAME = "speed"
@@ -72,16 +72,13 @@ def measure_speed(speed: SpeedBudget, speed_dir: str, jit_compile="auto") -> Dic
     for name, config in speed_configs(speed).items():
         path = os.path.join(speed_dir, f"{name}.json")
         if os.path.exists(path):
-            with open(path, encoding="utf-8") as handle:
-                records[name] = json.load(handle)
+            records[name] = read_json(path)
             continue
         logging.info("Speed: %s, %d x %d, %d repeats of %d steps", name, speed.batch_size, speed.seq_length,
                      speed.repeats, speed.steps)
         record = {"speed_budget": dataclasses.asdict(speed), "parameters": encoder_parameters(config),
                   **_measure(name, config, speed, jit_compile)}
-        with open(path + ".incomplete", "w", encoding="utf-8") as handle:
-            json.dump(record, handle, indent=2, sort_keys=True, default=str)
-        os.replace(path + ".incomplete", path)
+        write_json(path, record, default=str)
         records[name] = record
     return records
 
