@@ -20,12 +20,12 @@ Example (it trains, so it is not run here):
 """
 
 import dataclasses
-import glob
 import json
 import os
 import time
 from typing import Dict, List, Mapping, Sequence
 
+import tensorflow as tf
 from absl import logging
 
 from albert_tf.config import AlbertConfig
@@ -97,6 +97,10 @@ def seed_results(results: Mapping[str, Mapping[str, object]], experiment: str,
     return [result for key, result in sorted(results.items()) if key.startswith(f"{experiment}/{arm}/")]
 
 
+def _checkpoint_interval(num_train_steps: int) -> int:
+    return max(1, num_train_steps // HELD_OUT_CURVE_POINTS)
+
+
 def held_out_curve_steps(num_train_steps: int) -> List[int]:
     """The steps of an arm's held-out curve: its last HELD_OUT_CURVE_POINTS scheduled checkpoints.
 
@@ -104,14 +108,13 @@ def held_out_curve_steps(num_train_steps: int) -> List[int]:
     >>> held_out_curve_steps(2000), held_out_curve_steps(42)
     ([500, 1000, 1500, 2000], [20, 30, 40, 42])
     """
-    save_every = max(1, num_train_steps // HELD_OUT_CURVE_POINTS)
+    save_every = _checkpoint_interval(num_train_steps)
     scheduled = sorted(set(range(save_every, num_train_steps + 1, save_every)) | {num_train_steps})
     return scheduled[-HELD_OUT_CURVE_POINTS:]
 
 
 def _pretraining_options(output_dir: str, arm: Arm, budget: Budget, data: PretrainingData,
                          jit_compile) -> PretrainingOptions:
-    save_every = budget.num_train_steps // HELD_OUT_CURVE_POINTS
     # A loop as long as the log interval: each logged point is the mean over the steps since the previous one.
     curve_interval = max(1, budget.num_train_steps // CURVE_POINTS)
     return PretrainingOptions(
@@ -120,7 +123,7 @@ def _pretraining_options(output_dir: str, arm: Arm, budget: Budget, data: Pretra
         max_predictions_per_seq=budget.max_predictions_per_seq,
         train_batch_size=budget.train_batch_size, eval_batch_size=budget.eval_batch_size, optimizer="lamb",
         learning_rate=budget.learning_rate, num_train_steps=budget.num_train_steps,
-        num_warmup_steps=budget.num_warmup_steps, save_checkpoints_steps=max(1, save_every),
+        num_warmup_steps=budget.num_warmup_steps, save_checkpoints_steps=_checkpoint_interval(budget.num_train_steps),
         keep_checkpoint_max=HELD_OUT_CURVE_POINTS + PREEMPTION_CHECKPOINTS_KEPT, max_eval_steps=budget.max_eval_steps,
         log_every_steps=curve_interval, steps_per_loop=curve_interval,
         jit_compile=jit_compile, mixed_precision=budget.mixed_precision, seed=arm.seed,
@@ -203,11 +206,9 @@ def trainings(arms: Sequence[Arm]) -> List[List[Arm]]:
 
 
 def _trained_steps(directory: str) -> int:
-    """The step of the directory's last checkpoint (0 when it has none)."""
-    steps = [int(name[len("ckpt-"):-len(".index")]) for name in
-             (os.path.basename(path) for path in glob.glob(os.path.join(directory, "ckpt-*.index")))
-             if name[len("ckpt-"):-len(".index")].isdigit()]
-    return max(steps, default=0)
+    """The step of the checkpoint the directory's training resumes from (the Trainer's ckpt-STEP; 0 when none)."""
+    path = tf.train.latest_checkpoint(directory) if os.path.isdir(directory) else None
+    return int(path.rsplit("-", 1)[1]) if path else 0
 
 
 def training_arm(group: Sequence[Arm], arms_dir: str) -> Arm:
