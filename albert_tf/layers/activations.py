@@ -51,21 +51,22 @@ def _gelu_value_and_derivative_of(x):
 
 
 def _gelu_value_and_input_gradient(x, upstream):
-    value, derivative = _in_float32(_gelu_value_and_derivative_of, x, cast_back=False)
-    return tf.cast(value, x.dtype), tf.cast(tf.cast(upstream, tf.float32) * derivative, x.dtype)
+    def value_and_input_gradient(x, upstream):
+        value, derivative = _gelu_value_and_derivative_of(x)
+        return value, upstream * derivative
+
+    return _in_float32(value_and_input_gradient, x, upstream)
 
 
-def _in_float32(function, x, cast_back=True):
-    """`function` of `x` computed in float32 and (with `cast_back`) rounded once to `x`'s dtype.
+def _in_float32(function, *tensors):
+    """`function` of `tensors` computed in float32, its outputs rounded once to the first tensor's dtype.
 
     In bfloat16 XLA:CPU would round after every operation, converting back and forth each time: GELU and
     its gradient over [8, 128, 3072] took 4x the CPU time of the float32 computation (BUILD_NOTES.md,
     "Speed and memory"). The original computes in float32 throughout.
     """
-    outputs = function(tf.cast(x, tf.float32) if x.dtype != tf.float32 else x)
-    if not cast_back:
-        return outputs
-    return tf.nest.map_structure(lambda output: tf.cast(output, x.dtype), outputs)
+    outputs = function(*(tf.cast(tensor, tf.float32) for tensor in tensors))
+    return tf.nest.map_structure(lambda output: tf.cast(output, tensors[0].dtype), outputs)
 
 
 def _relu_value_and_derivative(x):
