@@ -114,6 +114,22 @@ def test_the_free_heap_is_released_during_the_compiling_first_call_only(tmp_path
     assert events == [("enter", 0), ("exit", 2)]
 
 
+def test_the_update_reads_the_optimizer_state_only_after_the_gradients(tmp_path):
+    """On TensorFlow's kernels, reads free to run at the step's start would compute beta_1 * m, beta_2 * v and the
+    weight decay first and hold them through the backward pass."""
+    trainer = _seeded_trainer(tmp_path, num_train_steps=2, jit_compile=False)
+    trainer.train(toy.train_dataset_fn, num_train_steps=2, global_batch_size=8)
+    (train_loop,) = trainer._train_step._train_loops.values()
+    body_nodes = [node for concrete in train_loop._list_all_concrete_functions()
+                  for function in concrete.graph.as_graph_def().library.function
+                  if function.signature.name.startswith("while_body") for node in function.node_def]
+    update_reads = [node for node in body_nodes
+                    if node.op == "ReadVariableOp" and f"/{trainer.model.name}" not in node.name]
+    unordered = {node.input[0] for node in update_reads if not any(name.startswith("^") for name in node.input)}
+    assert len(update_reads) > 20
+    assert len(unordered) == 1  # the step counter, which the learning rate reads
+
+
 def test_gradients_are_clipped_to_global_norm_one(tmp_path):
     strategy = _one_device()
     keras.utils.set_random_seed(0)
