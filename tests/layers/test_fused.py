@@ -40,3 +40,41 @@ def test_bfloat16_scores_give_bfloat16_probabilities_computed_in_float32():
     assert probabilities.dtype == tf.bfloat16
     expected = tf.cast(tf.nn.softmax(tf.cast(scores, tf.float32) * 0.125 + bias, axis=-1), tf.bfloat16)
     np.testing.assert_allclose(tf.cast(probabilities, tf.float32), tf.cast(expected, tf.float32), atol=4e-3)
+
+
+def _gradient_graph(dtype):
+    scores, bias = _operands(dtype)
+
+    @tf.function
+    def gradient():
+        with tf.GradientTape() as tape:
+            tape.watch(scores)
+            loss = tf.reduce_sum(tf.cast(attention_probabilities(scores, bias, 0.125), tf.float32))
+        return tape.gradient(loss, scores)
+
+    return gradient.get_concrete_function().graph
+
+
+@pytest.mark.parametrize("dtype, kept", [(tf.float32, 1), (tf.bfloat16, 2)])
+def test_the_forward_pass_hands_the_gradient_only_the_float32_softmax(dtype, kept):
+    # The fused function's own gradient would take the scores and, in float32, the probabilities twice.
+    calls = [op for op in _gradient_graph(dtype).get_operations() if op.type in ("PartitionedCall",
+                                                                               "StatefulPartitionedCall")]
+    forward, backward = calls
+    assert len(forward.outputs) == kept  # the probabilities (in the scores' dtype) and, below float32, the softmax
+    assert forward.outputs[0].dtype == tf.float32 and backward.outputs[0].dtype == dtype
+
+
+def test_the_bfloat16_gradient_is_softmaxs_from_the_float32_probabilities():
+    scores, bias = _operands(tf.bfloat16)
+    upstream = tf.constant(np.random.default_rng(2).normal(size=scores.shape), tf.bfloat16)
+    with tf.GradientTape() as tape:
+        tape.watch(scores)
+        probabilities = attention_probabilities(scores, bias, 0.125)
+    gradient = tape.gradient(probabilities, scores, output_gradients=upstream)
+    softmax = tf.nn.softmax(tf.cast(scores, tf.float32) * 0.125 + bias, axis=-1)
+    upstream32 = tf.cast(upstream, tf.float32)
+    expected = (upstream32 - tf.reduce_sum(upstream32 * softmax, -1, keepdims=True)) * softmax * 0.125
+    assert gradient.dtype == tf.bfloat16
+    # Within a bfloat16 rounding or two: XLA may contract the float32 products differently.
+    np.testing.assert_allclose(tf.cast(gradient, tf.float32), expected, rtol=8e-3, atol=1e-6)
