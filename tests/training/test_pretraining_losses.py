@@ -72,3 +72,27 @@ def test_sentence_loss_weight_scales_the_sentence_loss_and_zero_leaves_the_maske
         total, weighted_parts = pretraining_loss(outputs, batch, sentence_loss_weight=weight)
         np.testing.assert_allclose(total, parts["masked_lm_loss"] + weight * parts["sentence_order_loss"], rtol=1e-6)
         np.testing.assert_allclose(weighted_parts["sentence_order_loss"], parts["sentence_order_loss"], rtol=1e-6)
+
+
+def test_masked_lm_loss_and_gradient_are_the_one_hot_formulas_bit_for_bit():
+    outputs, batch = make_case(seed=3)
+    logits = tf.constant(outputs["mlm_logits"] * 6.0)
+    tensors = {k: tf.constant(v) for k, v in batch.items()}
+
+    def loss_and_gradient(loss_fn):
+        with tf.GradientTape() as tape:
+            tape.watch(logits)
+            loss = loss_fn()
+        return loss, tape.gradient(loss, logits)
+
+    def original():  # run_pretraining.py's get_masked_lm_output
+        log_probs = tf.nn.log_softmax(logits, axis=-1)
+        one_hot = tf.one_hot(tensors["masked_lm_ids"], depth=logits.shape[-1], dtype=tf.float32)
+        per_example = -tf.reduce_sum(log_probs * one_hot, axis=[-1])
+        weights = tensors["masked_lm_weights"]
+        return tf.reduce_sum(weights * per_example) / (tf.reduce_sum(weights) + 1e-5)
+
+    ours = loss_and_gradient(lambda: pretraining_loss({"mlm_logits": logits, "sop_logits": outputs["sop_logits"]},
+                                                      tensors, sentence_loss_weight=0.0)[1]["masked_lm_loss"])
+    for got, expected in zip(ours, loss_and_gradient(original)):
+        np.testing.assert_array_equal(got, expected)
