@@ -7,6 +7,7 @@ import tensorflow as tf
 
 from albert_tf.layers.fused import attention_probabilities
 from albert_tf.layers.initializers import LAYER_NORM_EPSILON, truncated_normal
+from albert_tf.layers.layer_normalization import AlbertLayerNormalization
 from albert_tf.layers.replica_dropout import ReplicaDropout
 
 
@@ -50,8 +51,8 @@ class AlbertAttention(keras.layers.Layer):
         self.key = dense("key")
         self.value = dense("value")
         self.output_dense = dense("dense")
-        self.layer_norm = keras.layers.LayerNormalization(epsilon=LAYER_NORM_EPSILON, name="LayerNorm",
-                                                          dtype=self.dtype_policy)
+        self.layer_norm = AlbertLayerNormalization(epsilon=LAYER_NORM_EPSILON, name="LayerNorm",
+                                                   dtype=self.dtype_policy)
         self.attention_dropout = ReplicaDropout(attention_probs_dropout_prob, dtype=self.dtype_policy)
         self.output_dropout = ReplicaDropout(hidden_dropout_prob, dtype=self.dtype_policy)
 
@@ -83,7 +84,7 @@ class AlbertAttention(keras.layers.Layer):
         context = tf.einsum("bnqk,bknd->bqnd", probs, value)
         context = tf.reshape(context, tf.shape(hidden_states))
         attention_output = self.output_dropout(self.output_dense(context), training=training)
-        return self.layer_norm(attention_output + hidden_states)
+        return self.layer_norm(attention_output + hidden_states, training=training)
 
     def get_config(self):
         config = super().get_config()

@@ -4,6 +4,7 @@ import keras
 import tensorflow as tf
 
 from albert_tf.layers.initializers import LAYER_NORM_EPSILON, truncated_normal
+from albert_tf.layers.layer_normalization import AlbertLayerNormalization
 from albert_tf.layers.replica_dropout import ReplicaDropout
 
 
@@ -28,8 +29,8 @@ class AlbertEmbeddings(keras.layers.Layer):
         self.type_vocab_size = type_vocab_size
         self.dropout_rate = dropout_rate
         self.initializer_range = initializer_range
-        self.layer_norm = keras.layers.LayerNormalization(epsilon=LAYER_NORM_EPSILON, name="LayerNorm",
-                                                          dtype=self.dtype_policy)
+        self.layer_norm = AlbertLayerNormalization(epsilon=LAYER_NORM_EPSILON, name="LayerNorm",
+                                                   dtype=self.dtype_policy)
         self.dropout = ReplicaDropout(dropout_rate, dtype=self.dtype_policy)
 
     def build(self, input_shape=None):
@@ -50,7 +51,7 @@ class AlbertEmbeddings(keras.layers.Layer):
         word = tf.gather(self.word_embeddings, input_word_ids)
         token_type = tf.gather(self.token_type_embeddings, input_type_ids)
         position = self.position_embeddings[:seq_length][tf.newaxis]
-        embeddings = self.layer_norm(word + token_type + position)
+        embeddings = self.layer_norm(word + token_type + position, training=training)
         return self.dropout(embeddings, training=training)
 
     def get_config(self):

@@ -5,6 +5,7 @@ import tensorflow as tf
 
 from albert_tf.layers.activations import activation_with_derivative, get_activation
 from albert_tf.layers.initializers import LAYER_NORM_EPSILON, truncated_normal
+from albert_tf.layers.layer_normalization import AlbertLayerNormalization
 from albert_tf.layers.recomputation import ordered_input_for_recomputation
 from albert_tf.layers.replica_dropout import ReplicaDropout
 
@@ -86,8 +87,8 @@ class AlbertFeedForward(keras.layers.Layer):
                                                dtype=self.dtype_policy)
         self.output_dense = keras.layers.Dense(hidden_size, kernel_initializer=initializer, name="output",
                                                dtype=self.dtype_policy)
-        self.layer_norm = keras.layers.LayerNormalization(epsilon=LAYER_NORM_EPSILON, name="LayerNorm_1",
-                                                          dtype=self.dtype_policy)
+        self.layer_norm = AlbertLayerNormalization(epsilon=LAYER_NORM_EPSILON, name="LayerNorm_1",
+                                                   dtype=self.dtype_policy)
         self.dropout = ReplicaDropout(hidden_dropout_prob, dtype=self.dtype_policy)
 
     def build(self, input_shape=None):
@@ -103,7 +104,7 @@ class AlbertFeedForward(keras.layers.Layer):
                                          keras.ops.cast(self.output_dense.bias, compute_dtype), self.activation,
                                          fused=bool(training))
         ffn_output = self.dropout(projected, training=training)
-        return self.layer_norm(ffn_output + hidden_states)
+        return self.layer_norm(ffn_output + hidden_states, training=training)
 
     def get_config(self):
         config = super().get_config()

@@ -5,6 +5,7 @@ import tensorflow as tf
 
 from albert_tf.layers.activations import get_activation
 from albert_tf.layers.initializers import LAYER_NORM_EPSILON, truncated_normal
+from albert_tf.layers.layer_normalization import AlbertLayerNormalization
 
 
 def gather_positions(sequence_output, positions):
@@ -37,8 +38,8 @@ class AlbertMaskedLMHead(keras.layers.Layer):
         self.dense = keras.layers.Dense(
             embedding_size, activation=get_activation(hidden_act), name="dense", dtype=self.dtype_policy,
             kernel_initializer=truncated_normal(initializer_range))
-        self.layer_norm = keras.layers.LayerNormalization(epsilon=LAYER_NORM_EPSILON, name="LayerNorm",
-                                                          dtype=self.dtype_policy)
+        self.layer_norm = AlbertLayerNormalization(epsilon=LAYER_NORM_EPSILON, name="LayerNorm",
+                                                   dtype=self.dtype_policy)
 
     def build(self, input_shape=None):
         hidden_size = input_shape[-1] if input_shape is not None else None
@@ -47,8 +48,9 @@ class AlbertMaskedLMHead(keras.layers.Layer):
         self.output_bias = self.add_weight(name="output_bias", shape=(self.vocab_size,), initializer="zeros")
         self.built = True
 
-    def call(self, sequence_output, masked_lm_positions, embedding_table):
-        hidden = self.layer_norm(self.dense(gather_positions(sequence_output, masked_lm_positions)))
+    def call(self, sequence_output, masked_lm_positions, embedding_table, training=False):
+        hidden = self.layer_norm(self.dense(gather_positions(sequence_output, masked_lm_positions)),
+                                training=training)
         table = tf.cast(embedding_table, hidden.dtype)
         logits = tf.einsum("bpe,ve->bpv", hidden, table)
         return tf.cast(logits, tf.float32) + tf.cast(self.output_bias, tf.float32)

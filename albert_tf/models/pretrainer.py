@@ -43,6 +43,6 @@ class AlbertPretrainer(AlbertTaskModel):
     def call(self, inputs, training=False):
         encoder_outputs = self.encoder(inputs, training=training)
         mlm_logits = self.masked_lm_head(encoder_outputs["sequence_output"], inputs["masked_lm_positions"],
-                                         self.encoder.embeddings.word_embeddings)
+                                         self.encoder.embeddings.word_embeddings, training=training)
         sop_logits = self.sentence_order_head(encoder_outputs["pooled_output"])
         return {"mlm_logits": mlm_logits, "sop_logits": sop_logits}

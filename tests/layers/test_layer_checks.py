@@ -7,6 +7,7 @@ from albert_tf.layers.attention import AlbertAttention
 from albert_tf.layers.classification_head import ClassificationHead
 from albert_tf.layers.embeddings import AlbertEmbeddings
 from albert_tf.layers.feed_forward import AlbertFeedForward
+from albert_tf.layers.layer_normalization import AlbertLayerNormalization
 from albert_tf.layers.masked_lm_head import AlbertMaskedLMHead
 from albert_tf.layers.replica_dropout import ReplicaDropout
 from albert_tf.layers.squad_v2_head import SquadV2Head
@@ -51,6 +52,9 @@ CASES = {
     "feed_forward": (AlbertFeedForward, dict(hidden_size=HIDDEN, intermediate_size=32, hidden_dropout_prob=0.1,
                                              initializer_range=0.2),
                      lambda length: ((hidden_states(length),), {})),
+    "layer_normalization": (AlbertLayerNormalization, dict(epsilon=1e-12, gamma_initializer="random_normal",
+                                                           beta_initializer="random_normal"),
+                            lambda length: ((hidden_states(length),), {})),
     "masked_lm_head": (AlbertMaskedLMHead, dict(vocab_size=VOCAB, embedding_size=EMBEDDING, initializer_range=0.2),
                        masked_lm_inputs),
     # A pooled output has no sequence axis: the batch is what varies.
