@@ -4,10 +4,48 @@ import keras
 import tensorflow as tf
 
 from albert_tf.layers.activations import activation_with_derivative, get_activation
+from albert_tf.layers.fused import xla_fused
 from albert_tf.layers.initializers import LAYER_NORM_EPSILON, truncated_normal
 from albert_tf.layers.layer_normalization import AlbertLayerNormalization
 from albert_tf.layers.recomputation import ordered_input_for_recomputation
 from albert_tf.layers.replica_dropout import ReplicaDropout
+
+
+# An XLA-compiled function's output is a tensor of its own: Grappler folds a plain tf.transpose back into the
+# matmul that consumes it.
+_transposed_copy = xla_fused(tf.transpose)
+
+
+def input_projection(inputs, kernel, bias):
+    """`inputs · kernel + bias` over the last axis, the feed-forward's W1 in training, as Keras's Dense computes it.
+
+    In float32 the input gradient multiplies by a transposed copy of the kernel: oneDNN's `upstream · kernelᵀ`
+    with the transpose folded into the product ran 27% slower than the product with the kernel transposed in
+    memory at ALBERT-base's [1024, 3072] x [3072, 768] (BUILD_NOTES.md, "Speed and memory"), which outweighs the
+    copy. In bfloat16 both forms cost the same and the product transposes in place.
+
+    Example:
+    >>> x = tf.constant([[1.0, 2.0]])
+    >>> input_projection(x, tf.constant([[1.0], [0.5]]), tf.constant([0.25])).numpy().tolist()
+    [[2.25]]
+    """
+
+    @tf.custom_gradient
+    def project(inputs, kernel, bias):
+        output = tf.tensordot(inputs, kernel, axes=1) + bias
+
+        def gradient(upstream):
+            upstream_rows = tf.reshape(upstream, [-1, kernel.shape[-1]])
+            if kernel.dtype == tf.float32:
+                input_grad = tf.matmul(upstream_rows, _transposed_copy(kernel))
+            else:
+                input_grad = tf.matmul(upstream_rows, kernel, transpose_b=True)
+            kernel_grad = tf.matmul(tf.reshape(inputs, [-1, kernel.shape[0]]), upstream_rows, transpose_a=True)
+            return tf.reshape(input_grad, tf.shape(inputs)), kernel_grad, tf.reduce_sum(upstream_rows, axis=0)
+
+        return output, gradient
+
+    return project(inputs, kernel, bias)
 
 
 def activated_projection(pre_activation, kernel, bias, activation, fused=True):
@@ -99,9 +137,18 @@ class AlbertFeedForward(keras.layers.Layer):
 
     def call(self, hidden_states, training=False):
         compute_dtype = self.output_dense.compute_dtype
-        projected = activated_projection(self.intermediate(hidden_states),
-                                         keras.ops.cast(self.output_dense.kernel, compute_dtype),
-                                         keras.ops.cast(self.output_dense.bias, compute_dtype), self.activation,
+
+        def in_compute_dtype(variable):
+            return keras.ops.cast(variable, compute_dtype)
+
+        if training:
+            pre_activation = input_projection(tf.cast(hidden_states, compute_dtype),
+                                              in_compute_dtype(self.intermediate.kernel),
+                                              in_compute_dtype(self.intermediate.bias))
+        else:
+            pre_activation = self.intermediate(hidden_states)
+        projected = activated_projection(pre_activation, in_compute_dtype(self.output_dense.kernel),
+                                         in_compute_dtype(self.output_dense.bias), self.activation,
                                          fused=bool(training))
         ffn_output = self.dropout(projected, training=training)
         return self.layer_norm(ffn_output + hidden_states, training=training)

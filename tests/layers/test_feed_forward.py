@@ -6,7 +6,7 @@ import pytest
 import tensorflow as tf
 
 from albert_tf.layers.activations import gelu
-from albert_tf.layers.feed_forward import activated_projection
+from albert_tf.layers.feed_forward import activated_projection, input_projection
 
 
 def _operands():
@@ -63,3 +63,33 @@ def test_recomputation_waits_for_the_upstream_gradient_without_a_copy_on_tensorf
     ordered = [op for op in plain_ops if op.type == "Identity" and op.control_inputs]
     assert ordered, [op.type for op in plain_ops]
     assert [op for op in _gradient_graph_ops(jit_compile=True) if op.type == "XlaOptimizationBarrier"]
+
+
+def _input_projection_operands(dtype):
+    rng = np.random.default_rng(1)
+    return [tf.cast(tf.constant(rng.normal(size=shape), tf.float32), dtype)
+            for shape in ((2, 5, 6), (6, 4), (4,), (2, 5, 4))]
+
+
+@pytest.mark.parametrize("dtype, tolerance", [(tf.float32, 1e-5), (tf.bfloat16, 2e-2)])
+@pytest.mark.parametrize("jit_compile", [False, True])
+def test_input_projection_is_keras_dense_and_its_gradient(dtype, tolerance, jit_compile):
+    operands = _input_projection_operands(dtype)
+    got = tf.function(lambda *args: _value_and_gradients(input_projection, *args), jit_compile=jit_compile)(*operands)
+    expected = _value_and_gradients(lambda x, w, b: tf.tensordot(x, w, axes=1) + b, *operands)
+    for got_value, expected_value in zip(got, expected):
+        assert got_value.dtype == expected_value.dtype
+        np.testing.assert_allclose(tf.cast(got_value, tf.float32), tf.cast(expected_value, tf.float32),
+                                   rtol=tolerance, atol=tolerance)
+
+
+@pytest.mark.parametrize("dtype, copies", [(tf.float32, 1), (tf.bfloat16, 0)])
+def test_the_float32_input_gradient_multiplies_by_a_transposed_copy(dtype, copies):
+    operands = _input_projection_operands(dtype)
+    graph = tf.function(lambda *args: _value_and_gradients(input_projection, *args)).get_concrete_function(
+        *operands).graph
+    calls = [op for op in graph.get_operations() if op.type in ("PartitionedCall", "StatefulPartitionedCall")]
+    assert len(calls) == copies
+    if copies:
+        (product,) = calls[0].outputs[0].consumers()
+        assert product.type == "MatMul" and not product.get_attr("transpose_b")
