@@ -16,6 +16,12 @@ from albert_tf.layers.replica_dropout import ReplicaDropout
 _transposed_copy = xla_fused(tf.transpose)
 
 
+def _kernel_and_bias_gradients(projected, kernel, upstream_rows):
+    """A projection's kernel and bias gradients from what it multiplied and its upstream gradient as rows."""
+    kernel_grad = tf.matmul(tf.reshape(projected, [-1, kernel.shape[0]]), upstream_rows, transpose_a=True)
+    return kernel_grad, tf.reduce_sum(upstream_rows, axis=0)
+
+
 def input_projection(inputs, kernel, bias):
     """`inputs · kernel + bias` over the last axis, the feed-forward's W1 in training, as Keras's Dense computes it.
 
@@ -40,8 +46,8 @@ def input_projection(inputs, kernel, bias):
                 input_grad = tf.matmul(upstream_rows, _transposed_copy(kernel))
             else:
                 input_grad = tf.matmul(upstream_rows, kernel, transpose_b=True)
-            kernel_grad = tf.matmul(tf.reshape(inputs, [-1, kernel.shape[0]]), upstream_rows, transpose_a=True)
-            return tf.reshape(input_grad, tf.shape(inputs)), kernel_grad, tf.reduce_sum(upstream_rows, axis=0)
+            return (tf.reshape(input_grad, tf.shape(inputs)),
+                    *_kernel_and_bias_gradients(inputs, kernel, upstream_rows))
 
         return output, gradient
 
@@ -89,9 +95,7 @@ def activated_projection(pre_activation, kernel, bias, activation, fused=True):
             activated_grad = tf.reshape(tf.matmul(upstream_rows, kernel, transpose_b=True),
                                         tf.shape(pre_activation))
             activated, input_grad = activated_and_input_gradient(recomputed_input, activated_grad)
-            kernel_grad = tf.matmul(tf.reshape(activated, [-1, kernel.shape[0]]), upstream_rows, transpose_a=True)
-            bias_grad = tf.reduce_sum(upstream_rows, axis=0)
-            return input_grad, kernel_grad, bias_grad
+            return (input_grad, *_kernel_and_bias_gradients(activated, kernel, upstream_rows))
 
         return output, gradient
 
