@@ -93,3 +93,9 @@ def test_the_float32_input_gradient_multiplies_by_a_transposed_copy(dtype, copie
     if copies:
         (product,) = calls[0].outputs[0].consumers()
         assert product.type == "MatMul" and not product.get_attr("transpose_b")
+        # Depending on the kernel alone, the copy would run at the step's start and every depth's copy
+        # would be held through the forward pass.
+        assert calls[0].control_inputs, "the transposed copy does not wait for the upstream gradient"
+        upstream_gradient = product.inputs[0].op
+        assert upstream_gradient.type == "Reshape"
+        assert calls[0].control_inputs[0] in [upstream_gradient.inputs[0].op]

