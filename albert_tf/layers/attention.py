@@ -66,12 +66,34 @@ class AlbertAttention(keras.layers.Layer):
         shape = tf.shape(tensor)
         return tf.reshape(tensor, [shape[0], shape[1], self.num_attention_heads, self.head_size])
 
-    def call(self, hidden_states, attention_bias, training=False):
+    def projection_variables(self):
+        """`{"query/kernel": variable, ...}`: the four projections' kernels and biases, by the names
+        `projection_weights` takes them under."""
+        return {f"{dense.name}/{part}": getattr(dense, part)
+                for dense in (self.query, self.key, self.value, self.output_dense) for part in ("kernel", "bias")}
+
+    def call(self, hidden_states, attention_bias, training=False, projection_weights=None):
+        """`projection_weights`, the projections' weights in the compute dtype by their `projection_variables`
+        names (the encoder's once-a-step copies of a shared half), replace the layers' own reads."""
         hidden_states = tf.cast(hidden_states, self.compute_dtype)
         attention_bias = tf.cast(attention_bias, tf.float32)
-        query = self._split_heads(self.query(hidden_states))
-        key = self._split_heads(self.key(hidden_states))
-        value = self._split_heads(self.value(hidden_states))
+
+        def weight(dense, part):
+            if projection_weights is not None:
+                return projection_weights[f"{dense.name}/{part}"]
+            return keras.ops.cast(getattr(dense, part), self.compute_dtype)
+
+        def project(dense, inputs):
+            if not training and projection_weights is None:
+                return dense(inputs)
+            # Keras's Dense adds its bias with tf.nn.bias_add, whose gradient in bfloat16 (BiasAddGrad) sums the
+            # rows in bfloat16: 3% off at [1024, 768] (BUILD_NOTES.md, "Speed and memory"). A broadcast add's
+            # gradient sums them in float32 and rounds once.
+            return tf.tensordot(inputs, weight(dense, "kernel"), axes=1) + weight(dense, "bias")
+
+        query = self._split_heads(project(self.query, hidden_states))
+        key = self._split_heads(project(self.key, hidden_states))
+        value = self._split_heads(project(self.value, hidden_states))
         scores = tf.einsum("bqnd,bknd->bnqk", query, key)
         scale = 1.0 / math.sqrt(self.head_size)
         if training:
@@ -83,7 +105,7 @@ class AlbertAttention(keras.layers.Layer):
         probs = self.attention_dropout(probs, training=training)
         context = tf.einsum("bnqk,bknd->bqnd", probs, value)
         context = tf.reshape(context, tf.shape(hidden_states))
-        attention_output = self.output_dropout(self.output_dense(context), training=training)
+        attention_output = self.output_dropout(project(self.output_dense, context), training=training)
         return self.layer_norm(attention_output + hidden_states, training=training)
 
     def get_config(self):

@@ -144,21 +144,29 @@ class AlbertFeedForward(keras.layers.Layer):
         self.layer_norm.build((None, None, self.hidden_size))
         self.built = True
 
-    def call(self, hidden_states, training=False):
+    def projection_variables(self):
+        """`{"intermediate/kernel": variable, ...}`: W1's and W2's kernels and biases, by the names
+        `projection_weights` takes them under."""
+        return {f"{dense.name}/{part}": getattr(dense, part)
+                for dense in (self.intermediate, self.output_dense) for part in ("kernel", "bias")}
+
+    def call(self, hidden_states, training=False, projection_weights=None):
+        """`projection_weights`, W1's and W2's weights in the compute dtype by their `projection_variables`
+        names (the encoder's once-a-step copies of a shared half), replace the layers' own reads."""
         compute_dtype = self.output_dense.compute_dtype
 
-        def in_compute_dtype(variable):
-            return keras.ops.cast(variable, compute_dtype)
+        def weight(dense, part):
+            if projection_weights is not None:
+                return projection_weights[f"{dense.name}/{part}"]
+            return keras.ops.cast(getattr(dense, part), compute_dtype)
 
-        if training:
+        if training or projection_weights is not None:
             pre_activation = input_projection(tf.cast(hidden_states, compute_dtype),
-                                              in_compute_dtype(self.intermediate.kernel),
-                                              in_compute_dtype(self.intermediate.bias))
+                                              weight(self.intermediate, "kernel"), weight(self.intermediate, "bias"))
         else:
             pre_activation = self.intermediate(hidden_states)
-        projected = activated_projection(pre_activation, in_compute_dtype(self.output_dense.kernel),
-                                         in_compute_dtype(self.output_dense.bias), self.activation,
-                                         fused=bool(training))
+        projected = activated_projection(pre_activation, weight(self.output_dense, "kernel"),
+                                         weight(self.output_dense, "bias"), self.activation, fused=bool(training))
         ffn_output = self.dropout(projected, training=training)
         return self.layer_norm(ffn_output + hidden_states, training=training)
 

@@ -5,6 +5,7 @@ import tensorflow as tf
 
 from albert_tf.config import AlbertConfig
 from albert_tf.layers.attention import AlbertAttention
+from albert_tf.layers.compute_copies import per_use_compute_copies
 from albert_tf.layers.embeddings import AlbertEmbeddings
 from albert_tf.layers.feed_forward import AlbertFeedForward
 from albert_tf.layers.initializers import truncated_normal
@@ -13,6 +14,12 @@ from albert_tf.models.sharing import build_sharing_plan
 
 INPUT_NAMES = ("input_word_ids", "input_mask", "input_type_ids")
 ATTENTION_MASK_VALUE = -10000.0
+
+
+def _next_copy(copies, layer_index):
+    """The next unused per-use copy of layer `layer_index`'s weights, or None where it has none."""
+    uses = copies.get(layer_index)
+    return uses.pop(0) if uses else None
 
 
 def as_config(config) -> AlbertConfig:
@@ -41,6 +48,9 @@ class AlbertEncoder(keras.Model):
     first N applied blocks, whose backward passes come last, after the other blocks' stored
     activations are freed: each recomputed block saves about its activations for a ninth of
     its compute. Outputs and gradients are the same; inference is unaffected.
+
+    In mixed-precision training, a half that several stored blocks apply has its weights cast to the
+    compute dtype once for all of them (albert_tf/layers/compute_copies.py), not once a depth.
 
     Example:
     >>> config = AlbertConfig(vocab_size=100, hidden_size=32, num_hidden_layers=2,
@@ -128,10 +138,12 @@ class AlbertEncoder(keras.Model):
         # Computed once, reused at every depth of the shared stack.
         attention_bias = (1.0 - input_mask[:, tf.newaxis, tf.newaxis, :]) * ATTENTION_MASK_VALUE
 
-        def run_block(index, hidden, attention_bias):
+        def run_block(index, hidden, attention_bias, attention_weights=None, ffn_weights=None):
             block = self.sharing_plan.blocks[index]
-            hidden = self.attention_layers[block.attention_index](hidden, attention_bias, training=training)
-            return self.feed_forward_layers[block.ffn_index](hidden, training=training)
+            hidden = self.attention_layers[block.attention_index](hidden, attention_bias, training=training,
+                                                                  projection_weights=attention_weights)
+            return self.feed_forward_layers[block.ffn_index](hidden, training=training,
+                                                             projection_weights=ffn_weights)
 
         num_blocks = len(self.sharing_plan.blocks)
         recomputed = num_recomputed_blocks(self.recompute_blocks, num_blocks) if training else 0
@@ -139,11 +151,30 @@ class AlbertEncoder(keras.Model):
         if recomputed:
             encoder_outputs = run_blocks_recomputed(run_block, recomputed, hidden, attention_bias)
             hidden = encoder_outputs[-1]
+        stored_blocks = self.sharing_plan.blocks[recomputed:]
+        attention_copies = self._shared_compute_copies(
+            self.attention_layers, [block.attention_index for block in stored_blocks], training)
+        ffn_copies = self._shared_compute_copies(
+            self.feed_forward_layers, [block.ffn_index for block in stored_blocks], training)
         for index in range(recomputed, num_blocks):
-            hidden = run_block(index, hidden, attention_bias)
+            block = self.sharing_plan.blocks[index]
+            hidden = run_block(index, hidden, attention_bias, _next_copy(attention_copies, block.attention_index),
+                               _next_copy(ffn_copies, block.ffn_index))
             encoder_outputs.append(hidden)
         pooled_output = self.pooler(hidden[:, 0])
         return {"sequence_output": hidden, "pooled_output": pooled_output, "encoder_outputs": encoder_outputs}
+
+    def _shared_compute_copies(self, layers, layer_indices, training):
+        """{layer index: [projection weights per use]} for the halves that `layer_indices` applies more than once.
+
+        Only in mixed-precision training, and only for the blocks whose activations are stored: a recomputed
+        block must read the variables itself, since its backward pass takes their gradients afresh.
+        """
+        if not training or self.compute_dtype == self.variable_dtype:
+            return {}
+        return {index: per_use_compute_copies(layers[index].projection_variables(), self.compute_dtype,
+                                              layer_indices.count(index))
+                for index in sorted(set(layer_indices)) if layer_indices.count(index) > 1}
 
     def get_config(self):
         return {"config": self.config.to_dict(), "recompute_blocks": self.recompute_blocks, "name": self.name}

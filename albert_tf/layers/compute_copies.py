@@ -1,0 +1,69 @@
+"""A shared half's weights in the compute dtype, cast once a step for every depth that applies it.
+
+Under mixed precision each Keras read of a variable casts it again, so an all-shared ALBERT-base cast every
+kernel of its block 12 times a step, and on TensorFlow's kernels the backward pass held all 12 bfloat16 copies
+(166 MiB at ALBERT-base; BUILD_NOTES.md, "Speed and memory"). One cast serves every use here; its gradient
+adds each use's gradient to a running total in the variable's dtype, as the 12 casts' gradients were summed.
+"""
+
+from typing import Dict, List, Mapping
+
+import keras
+import tensorflow as tf
+from keras.src.backend.common.variables import AutocastScope
+
+from albert_tf.layers.fused import xla_fused
+
+
+def stored_value(variable: keras.Variable) -> tf.Tensor:
+    """`variable` read in its own dtype: inside a mixed-precision layer's call Keras reads it in the compute dtype.
+
+    Example:
+    >>> float(stored_value(keras.Variable(1.5)))
+    1.5
+    """
+    with AutocastScope(None):
+        return tf.convert_to_tensor(variable.value)
+
+
+# One fused loop a use, chained: separate casts would all run at once, each a float32 copy of its use's gradient
+# (at ALBERT-base, 12 x 27 MiB alive together at the end of the backward pass).
+_add_in_dtype_of = xla_fused(lambda total, addend: total + tf.cast(addend, total.dtype))
+
+
+def _cast_for_uses(value: tf.Tensor, dtype: tf.DType, uses: int) -> List[tf.Tensor]:
+    @tf.custom_gradient
+    def cast(value):
+        compute_copy = tf.cast(value, dtype)
+
+        def gradient(*use_gradients):
+            total = tf.zeros_like(value)
+            for use_gradient in use_gradients:
+                if use_gradient is not None:
+                    total = _add_in_dtype_of(total, use_gradient)
+            return total
+
+        # One tensor per use, so that each use's gradient reaches the gradient function on its own.
+        return [tf.identity(compute_copy) for _ in range(uses)], gradient
+
+    return cast(value)
+
+
+def per_use_compute_copies(variables: Mapping[str, keras.Variable], dtype, uses: int) -> List[Dict[str, tf.Tensor]]:
+    """For each of `uses` applications, `{name: variable in dtype}`, every variable cast once for them all.
+
+    The gradient to each variable is the sum, in the variable's dtype, of the gradients of its uses.
+
+    Example:
+    >>> kernel = keras.Variable([2.0, 3.0])
+    >>> with tf.GradientTape() as tape:
+    ...     copies = per_use_compute_copies({"kernel": kernel}, "bfloat16", uses=2)
+    ...     loss = tf.reduce_sum(tf.cast(copies[0]["kernel"] * copies[1]["kernel"], tf.float32))
+    >>> copies[0]["kernel"].dtype.name, tape.gradient(loss, kernel.value).numpy().tolist()
+    ('bfloat16', [4.0, 6.0])
+    """
+    if uses < 1:
+        raise ValueError(f"uses={uses} must be at least 1: the number of applications the copies are for.")
+    dtype = tf.as_dtype(dtype)
+    per_variable = {name: _cast_for_uses(stored_value(variable), dtype, uses) for name, variable in variables.items()}
+    return [{name: copies[use] for name, copies in per_variable.items()} for use in range(uses)]
