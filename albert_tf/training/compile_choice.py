@@ -9,10 +9,12 @@ Xeon with AMX, and XLA:CPU in this TensorFlow build computes bfloat16 matmuls in
 Everywhere else a few training steps of each path are timed on the first batch, as cuDNN's autotuning
 times its algorithms: compilation and a warm step are counted out, then the paths are timed in alternation
 and each keeps its fastest round. The choice is cached in a JSON file (`default_cache_path`) per device, CPU
-model, precision, model and batch shape, so a resumed or repeated run takes the same path without measuring.
+model, precision, model, batch shape and albert_tf's step code, so a resumed or repeated run takes the same path
+without measuring.
 """
 
 import dataclasses
+import functools
 import hashlib
 import json
 import os
@@ -221,12 +223,37 @@ def batch_signature(element_spec):
     return tf.nest.map_structure(lambda spec: f"{spec.shape} {spec.dtype.name}", element_spec)
 
 
+# The packages whose code makes up a training step: a change to any of them can change which path is faster.
+_STEP_PACKAGES = ("layers", "models", "training")
+
+
+@functools.lru_cache(maxsize=None)
+def step_code_fingerprint() -> str:
+    """A hash of the source of albert_tf's layers, models and training packages (the code a step runs).
+
+    Example:
+    >>> len(step_code_fingerprint())
+    16
+    """
+    package_root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    digest = hashlib.sha256()
+    for package in _STEP_PACKAGES:
+        directory = os.path.join(package_root, package)
+        for name in sorted(os.listdir(directory)):
+            if name.endswith(".py"):
+                with open(os.path.join(directory, name), "rb") as source:
+                    digest.update(f"{package}/{name}\0".encode("utf-8") + source.read() + b"\0")
+    return digest.hexdigest()[:16]
+
+
 def cache_key(device: DeviceDescription, precision: str, model_hash: str, batch,
               **setup: Union[int, str]) -> Dict[str, object]:
-    """What a cached choice holds for: TensorFlow's version, the device and CPU, the precision policy, the
-    model's fingerprint, the batch signature and any `setup` (replicas, accumulation steps, strategy)."""
-    return {"tensorflow": tf.__version__, "device": device.name, "device_kind": device.kind,
-            "cpu_model": device.cpu_model, "precision": precision, "model": model_hash, "batch": batch, **setup}
+    """What a cached choice holds for: TensorFlow's version, albert_tf's step code, the device and CPU, the
+    precision policy, the model's fingerprint, the batch signature and any `setup` (replicas, accumulation
+    steps, strategy). A new version of the step's code measures again: it may have changed which path wins."""
+    return {"tensorflow": tf.__version__, "code": step_code_fingerprint(), "device": device.name,
+            "device_kind": device.kind, "cpu_model": device.cpu_model, "precision": precision, "model": model_hash,
+            "batch": batch, **setup}
 
 
 class ChoiceCache:

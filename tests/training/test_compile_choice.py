@@ -134,11 +134,29 @@ def test_the_cache_stores_and_reads_back_a_choice_per_key(cache_dir):
     cached = ChoiceCache().lookup(key)
     assert (cached.jit_compile, cached.decided_by, cached.steps_per_second) == (False, "cache", choice.steps_per_second)
     for other in (dict(key, precision="mixed_bfloat16"), dict(key, model="another-hash"),
-                  dict(key, batch={"x": "(16, 6) float32"}), dict(key, cpu_model="another CPU")):
+                  dict(key, batch={"x": "(16, 6) float32"}), dict(key, cpu_model="another CPU"),
+                  dict(key, code="another step")):
         assert cache.lookup(other) is None
     with open(cache.path, encoding="utf-8") as handle:
         (entry,) = json.load(handle)["choices"].values()
     assert entry["key"] == key and entry["jit_compile"] is False
+
+
+def test_the_key_holds_a_fingerprint_of_the_step_code_that_changes_with_it(tmp_path, monkeypatch):
+    key = compile_choice.cache_key(CPU_WITHOUT_UNITS, "float32", "model-hash", {}, replicas=1)
+    assert key["code"] == compile_choice.step_code_fingerprint()
+    package = tmp_path / "albert_tf"
+    for name in compile_choice._STEP_PACKAGES:
+        (package / name).mkdir(parents=True)
+        (package / name / "module.py").write_text("STEP = 1\n")
+    monkeypatch.setattr(compile_choice, "__file__", str(package / "training" / "compile_choice.py"))
+    fingerprints = []
+    for source in ("STEP = 1\n", "STEP = 2\n"):
+        (package / "layers" / "module.py").write_text(source)
+        compile_choice.step_code_fingerprint.cache_clear()
+        fingerprints.append(compile_choice.step_code_fingerprint())
+    compile_choice.step_code_fingerprint.cache_clear()
+    assert fingerprints[0] != fingerprints[1] and key["code"] not in fingerprints
 
 
 def test_the_default_cache_is_under_the_users_cache_directory(monkeypatch, tmp_path):
