@@ -5,6 +5,7 @@ import math
 import keras
 import tensorflow as tf
 
+from albert_tf.layers.compute_copies import dense_variables, dense_weight
 from albert_tf.layers.fused import attention_probabilities
 from albert_tf.layers.initializers import LAYER_NORM_EPSILON, truncated_normal
 from albert_tf.layers.layer_normalization import AlbertLayerNormalization
@@ -75,10 +76,8 @@ class AlbertAttention(keras.layers.Layer):
         return tf.transpose(heads, [0, 2, 1, 3])
 
     def projection_variables(self):
-        """`{"query/kernel": variable, ...}`: the four projections' kernels and biases, by the names
-        `projection_weights` takes them under."""
-        return {f"{dense.name}/{part}": getattr(dense, part)
-                for dense in (self.query, self.key, self.value, self.output_dense) for part in ("kernel", "bias")}
+        """The four projections' kernels and biases, by the names `projection_weights` takes them under."""
+        return dense_variables(self.query, self.key, self.value, self.output_dense)
 
     def call(self, hidden_states, attention_bias, training=False, projection_weights=None):
         """`projection_weights`, the projections' weights in the compute dtype by their `projection_variables`
@@ -87,9 +86,7 @@ class AlbertAttention(keras.layers.Layer):
         attention_bias = tf.cast(attention_bias, tf.float32)
 
         def weight(dense, part):
-            if projection_weights is not None:
-                return projection_weights[f"{dense.name}/{part}"]
-            return keras.ops.cast(getattr(dense, part), self.compute_dtype)
+            return dense_weight(dense, part, self.compute_dtype, projection_weights)
 
         def project(dense, inputs):
             if not training and projection_weights is None:

@@ -6,7 +6,7 @@ kernel of its block 12 times a step, and on TensorFlow's kernels the backward pa
 adds each use's gradient to a running total in the variable's dtype, as the 12 casts' gradients were summed.
 """
 
-from typing import Dict, List, Mapping
+from typing import Dict, List, Mapping, Optional
 
 import keras
 import tensorflow as tf
@@ -29,6 +29,34 @@ def stored_value(variable: keras.Variable) -> tf.Tensor:
 # One fused loop a use, chained: separate casts would all run at once, each a float32 copy of its use's gradient
 # (at ALBERT-base, 12 x 27 MiB alive together at the end of the backward pass).
 _add_in_dtype_of = xla_fused(lambda total, addend: total + tf.cast(addend, total.dtype))
+
+
+def dense_variables(*denses: keras.layers.Dense) -> Dict[str, keras.Variable]:
+    """`{"query/kernel": variable, "query/bias": variable, ...}`: the Dense layers' weights by the names that
+    `dense_weight` looks them up under.
+
+    Example:
+    >>> dense = keras.layers.Dense(2, name="query")
+    >>> dense.build((None, 3))
+    >>> sorted(dense_variables(dense))
+    ['query/bias', 'query/kernel']
+    """
+    return {f"{dense.name}/{part}": getattr(dense, part) for dense in denses for part in ("kernel", "bias")}
+
+
+def dense_weight(dense: keras.layers.Dense, part: str, dtype, compute_copies: Optional[Mapping[str, tf.Tensor]]):
+    """`dense`'s "kernel" or "bias" in `dtype`: from `compute_copies` (one use's `per_use_compute_copies` of
+    `dense_variables`) where given, else read and cast for this use alone.
+
+    Example:
+    >>> dense = keras.layers.Dense(2, name="query")
+    >>> dense.build((None, 3))
+    >>> dense_weight(dense, "bias", "bfloat16", None).dtype.name
+    'bfloat16'
+    """
+    if compute_copies is not None:
+        return compute_copies[f"{dense.name}/{part}"]
+    return keras.ops.cast(getattr(dense, part), dtype)
 
 
 def _cast_for_uses(value: tf.Tensor, dtype: tf.DType, uses: int) -> List[tf.Tensor]:

@@ -4,6 +4,7 @@ import keras
 import tensorflow as tf
 
 from albert_tf.layers.activations import activation_with_derivative, get_activation
+from albert_tf.layers.compute_copies import dense_variables, dense_weight
 from albert_tf.layers.fused import xla_fused
 from albert_tf.layers.initializers import LAYER_NORM_EPSILON, truncated_normal
 from albert_tf.layers.layer_normalization import AlbertLayerNormalization
@@ -145,10 +146,8 @@ class AlbertFeedForward(keras.layers.Layer):
         self.built = True
 
     def projection_variables(self):
-        """`{"intermediate/kernel": variable, ...}`: W1's and W2's kernels and biases, by the names
-        `projection_weights` takes them under."""
-        return {f"{dense.name}/{part}": getattr(dense, part)
-                for dense in (self.intermediate, self.output_dense) for part in ("kernel", "bias")}
+        """W1's and W2's kernels and biases, by the names `projection_weights` takes them under."""
+        return dense_variables(self.intermediate, self.output_dense)
 
     def call(self, hidden_states, training=False, projection_weights=None):
         """`projection_weights`, W1's and W2's weights in the compute dtype by their `projection_variables`
@@ -156,9 +155,7 @@ class AlbertFeedForward(keras.layers.Layer):
         compute_dtype = self.output_dense.compute_dtype
 
         def weight(dense, part):
-            if projection_weights is not None:
-                return projection_weights[f"{dense.name}/{part}"]
-            return keras.ops.cast(getattr(dense, part), compute_dtype)
+            return dense_weight(dense, part, compute_dtype, projection_weights)
 
         if training or projection_weights is not None:
             pre_activation = input_projection(tf.cast(hidden_states, compute_dtype),

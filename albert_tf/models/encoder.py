@@ -1,5 +1,7 @@
 """AlbertEncoder: factorized embeddings, the shared transformer stack and the pooler."""
 
+import collections
+
 import keras
 import tensorflow as tf
 
@@ -172,9 +174,8 @@ class AlbertEncoder(keras.Model):
         """
         if not training or self.compute_dtype == self.variable_dtype:
             return {}
-        return {index: per_use_compute_copies(layers[index].projection_variables(), self.compute_dtype,
-                                              layer_indices.count(index))
-                for index in sorted(set(layer_indices)) if layer_indices.count(index) > 1}
+        return {index: per_use_compute_copies(layers[index].projection_variables(), self.compute_dtype, uses)
+                for index, uses in sorted(collections.Counter(layer_indices).items()) if uses > 1}
 
     def get_config(self):
         return {"config": self.config.to_dict(), "recompute_blocks": self.recompute_blocks, "name": self.name}
