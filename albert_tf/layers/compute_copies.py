@@ -1,9 +1,11 @@
-"""A shared half's weights in the compute dtype, cast once a step for every depth that applies it.
+"""A shared half's weights in the compute dtype, read (and cast) once a step for every depth that applies it.
 
 Under mixed precision each Keras read of a variable casts it again, so an all-shared ALBERT-base cast every
 kernel of its block 12 times a step, and on TensorFlow's kernels the backward pass held all 12 bfloat16 copies
 (166 MiB at ALBERT-base; BUILD_NOTES.md, "Speed and memory"). One cast serves every use here; its gradient
-adds each use's gradient to a running total in the variable's dtype, as the 12 casts' gradients were summed.
+adds each use's gradient to a running total in the variable's dtype as the backward pass produces them. In
+float32 that total is the point: autodiff sums a variable's per-read gradients in one AddN once all exist, so
+it held 11 depths' kernel gradients (27 MiB each) until the first depth's arrived.
 """
 
 from typing import Dict, List, Mapping, Optional
@@ -27,7 +29,8 @@ def stored_value(variable: keras.Variable) -> tf.Tensor:
 
 
 # One fused loop a use, chained: separate casts would all run at once, each a float32 copy of its use's gradient
-# (at ALBERT-base, 12 x 27 MiB alive together at the end of the backward pass).
+# (at ALBERT-base, 12 x 27 MiB alive together at the end of the backward pass). In float32 too: Grappler
+# rewrites a chain of TensorFlow's adds into one AddN, which waits for every use's gradient.
 _add_in_dtype_of = xla_fused(lambda total, addend: total + tf.cast(addend, total.dtype))
 
 
@@ -65,11 +68,14 @@ def _cast_for_uses(value: tf.Tensor, dtype: tf.DType, uses: int) -> List[tf.Tens
         compute_copy = tf.cast(value, dtype)
 
         def gradient(*use_gradients):
-            total = tf.zeros_like(value)
-            for use_gradient in use_gradients:
+            # Last use first: the backward pass produces the uses' gradients in that order, and each joins the
+            # total as it appears instead of waiting, held, for the first use's.
+            total = None
+            for use_gradient in reversed(use_gradients):
                 if use_gradient is not None:
-                    total = _add_in_dtype_of(total, use_gradient)
-            return total
+                    total = (tf.cast(use_gradient, value.dtype) if total is None
+                             else _add_in_dtype_of(total, use_gradient))
+            return tf.zeros_like(value) if total is None else total
 
         # One tensor per use, so that each use's gradient reaches the gradient function on its own.
         return [tf.identity(compute_copy) for _ in range(uses)], gradient

@@ -2,6 +2,7 @@
 
 import keras
 import tensorflow as tf
+from tensorflow.python.ops import control_flow_util
 
 from albert_tf.layers.fused import xla_fused
 
@@ -18,26 +19,75 @@ def _normalized_and_statistics(inputs, gamma, beta, epsilon):
     return tf.cast(outputs, inputs.dtype), mean, reciprocal_std
 
 
-@xla_fused
-def _input_and_parameter_gradients(inputs, gamma, mean, reciprocal_std, upstream):
-    normalized = (tf.cast(inputs, tf.float32) - mean) * reciprocal_std
+def _gradients_of_normalized(normalized, gamma, reciprocal_std, upstream, input_dtype):
     upstream_float32 = tf.cast(upstream, tf.float32)
     scaled_upstream = upstream_float32 * gamma
     input_gradient = reciprocal_std * (
         scaled_upstream - tf.reduce_mean(scaled_upstream, axis=-1, keepdims=True)
         - normalized * tf.reduce_mean(scaled_upstream * normalized, axis=-1, keepdims=True))
-    row_axes = list(range(len(inputs.shape) - 1))
-    return (tf.cast(input_gradient, inputs.dtype), tf.reduce_sum(upstream_float32 * normalized, axis=row_axes),
-            tf.reduce_sum(upstream_float32, axis=row_axes))
+
+    def column_sums(tensor):  # over every row, whatever the rank a retrace generalizes to
+        return tf.reduce_sum(tf.reshape(tensor, [-1, tf.shape(tensor)[-1]]), axis=0)
+
+    return (tf.cast(input_gradient, input_dtype), column_sums(upstream_float32 * normalized),
+            column_sums(upstream_float32))
+
+
+@xla_fused
+def _gradients_from_inputs(inputs, gamma, mean, reciprocal_std, upstream):
+    normalized = (tf.cast(inputs, tf.float32) - mean) * reciprocal_std
+    return _gradients_of_normalized(normalized, gamma, reciprocal_std, upstream, inputs.dtype)
+
+
+@xla_fused
+def _gradients_from_outputs(outputs, gamma, beta, reciprocal_std, upstream):
+    return _gradients_of_normalized((outputs - beta) / gamma, gamma, reciprocal_std, upstream, outputs.dtype)
+
+
+@xla_fused
+def _gradients_from_normalized(normalized, gamma, reciprocal_std, upstream):
+    return _gradients_of_normalized(normalized, gamma, reciprocal_std, upstream, tf.float32)
+
+
+# A channel's normalized input is recovered from the output as (y - beta) / gamma within a few float32 roundings
+# where |gamma| >= |beta| / 16: the output's rounding error, about eps * (|gamma * x_hat| + |beta|), divided by
+# gamma. Channels below that (gamma 0 among them) keep their inputs.
+_RECOVERABLE_BETA_TO_GAMMA = 16.0
+_SMALLEST_RECOVERABLE_GAMMA = 1e-30
+
+
+def _unrecoverable_channels(gamma, beta):
+    magnitude = tf.abs(gamma)
+    recoverable = (magnitude * _RECOVERABLE_BETA_TO_GAMMA >= tf.abs(beta)) & (magnitude >= _SMALLEST_RECOVERABLE_GAMMA)
+    return tf.reshape(tf.where(tf.logical_not(recoverable)), [-1])
+
+
+def _gradients_from_outputs_and_kept_channels(outputs, kept_inputs, kept_channels, gamma, beta, mean,
+                                              reciprocal_std, upstream):
+    def with_kept_channels():
+        recovered = (outputs - beta) / gamma
+        exact = (kept_inputs - mean) * reciprocal_std
+        channels_first = tf.tensor_scatter_nd_update(
+            tf.transpose(tf.reshape(recovered, [-1, tf.shape(recovered)[-1]])), kept_channels[:, tf.newaxis],
+            tf.transpose(tf.reshape(exact, [-1, tf.shape(exact)[-1]])))
+        normalized = tf.reshape(tf.transpose(channels_first), tf.shape(outputs))
+        return _gradients_from_normalized(normalized, gamma, reciprocal_std, upstream)
+
+    return tf.cond(tf.size(kept_channels) > 0, with_kept_channels,
+                   lambda: _gradients_from_outputs(outputs, gamma, beta, reciprocal_std, upstream))
 
 
 def layer_normalization(inputs, gamma, beta, epsilon):
     """LayerNorm over the last axis in float32, returned in the inputs' dtype; one fused loop each way.
 
-    The gradient keeps only `inputs` and two numbers a row. Autodiff through Keras's formula also keeps
-    `rsqrt(var + eps) * gamma` broadcast to the inputs' shape and the inputs cast to float32: on TensorFlow's
-    kernels at ALBERT-base, batch 8 x 128, 3 MiB more per LayerNorm, 24 of them (BUILD_NOTES.md, "Speed and
-    memory").
+    The gradient keeps two numbers a row and, in float32 on TensorFlow's kernels, the outputs, which the next
+    layer keeps anyway: it recovers the normalized inputs as `(outputs - beta) / gamma`, within a few float32
+    roundings of computing them from the inputs, and keeps the inputs of the rare channels where that is not
+    so (|gamma| below |beta| / 16, or 0). That frees the inputs, 3 MiB a LayerNorm at ALBERT-base, batch
+    8 x 128, 24 of them. In bfloat16 (the outputs' rounding is too coarse to divide) and under XLA (no
+    dynamic shapes) it keeps the inputs. Autodiff through Keras's formula would also keep
+    `rsqrt(var + eps) * gamma` broadcast to the inputs' shape and the inputs cast to float32 (BUILD_NOTES.md,
+    "Speed and memory").
 
     Example:
     >>> outputs = layer_normalization(tf.constant([[1.0, 3.0]]), tf.ones([2]), tf.zeros([2]), 1e-12)
@@ -49,11 +99,21 @@ def layer_normalization(inputs, gamma, beta, epsilon):
     @tf.custom_gradient
     def normalize(inputs, gamma, beta):
         outputs, mean, reciprocal_std = _normalized_and_statistics(inputs, gamma, beta, epsilon)
+        if inputs.dtype != tf.float32 or control_flow_util.GraphOrParentsInXlaContext(
+                tf.compat.v1.get_default_graph()):
+            def gradient(upstream):
+                return _gradients_from_inputs(inputs, gamma, mean, reciprocal_std, upstream)
 
-        def gradient(upstream):
-            return _input_and_parameter_gradients(inputs, gamma, mean, reciprocal_std, upstream)
+            return outputs, gradient
 
-        return outputs, gradient
+        kept_channels = _unrecoverable_channels(gamma, beta)
+        kept_inputs = tf.gather(inputs, kept_channels, axis=-1)
+
+        def gradient_from_outputs(upstream):
+            return _gradients_from_outputs_and_kept_channels(outputs, kept_inputs, kept_channels, gamma, beta, mean,
+                                                             reciprocal_std, upstream)
+
+        return outputs, gradient_from_outputs
 
     return normalize(inputs, tf.convert_to_tensor(gamma, tf.float32), tf.convert_to_tensor(beta, tf.float32))
 

@@ -51,8 +51,9 @@ class AlbertEncoder(keras.Model):
     activations are freed: each recomputed block saves about its activations for a ninth of
     its compute. Outputs and gradients are the same; inference is unaffected.
 
-    In mixed-precision training, a half that several stored blocks apply has its weights cast to the
-    compute dtype once for all of them (albert_tf/layers/compute_copies.py), not once a depth.
+    In training, a half that several stored blocks apply has its weights read (and under mixed precision
+    cast) once for all of them, and their gradients summed as the backward pass produces them
+    (albert_tf/layers/compute_copies.py), not once a depth.
 
     Example:
     >>> config = AlbertConfig(vocab_size=100, hidden_size=32, num_hidden_layers=2,
@@ -169,10 +170,10 @@ class AlbertEncoder(keras.Model):
     def _shared_compute_copies(self, layers, layer_indices, training):
         """{layer index: [projection weights per use]} for the halves that `layer_indices` applies more than once.
 
-        Only in mixed-precision training, and only for the blocks whose activations are stored: a recomputed
-        block must read the variables itself, since its backward pass takes their gradients afresh.
+        Only in training, and only for the blocks whose activations are stored: a recomputed block must read
+        the variables itself, since its backward pass takes their gradients afresh.
         """
-        if not training or self.compute_dtype == self.variable_dtype:
+        if not training:
             return {}
         return {index: per_use_compute_copies(layers[index].projection_variables(), self.compute_dtype, uses)
                 for index, uses in sorted(collections.Counter(layer_indices).items()) if uses > 1}

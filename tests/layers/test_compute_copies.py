@@ -31,6 +31,17 @@ def test_copies_are_the_cast_and_the_gradient_is_the_float32_sum_of_the_uses():
     np.testing.assert_allclose(summed_once, cast_per_use, rtol=1e-7)
 
 
+def test_the_uses_gradients_join_the_total_last_use_first():
+    """The backward pass produces the last use's gradient first; summing in that order lets each gradient join
+    the total as it appears. The order shows in float32 rounding: (1e8 - 1e8) + 1 is 1, (1 - 1e8) + 1e8 is 0."""
+    kernel = keras.Variable([0.0])
+    use_gradients = [1.0, -1e8, 1e8]
+    with tf.GradientTape() as tape:
+        copies = per_use_compute_copies({"kernel": kernel}, "float32", uses=3)
+        loss = tf.add_n([tf.reduce_sum(copy["kernel"] * weight) for copy, weight in zip(copies, use_gradients)])
+    assert tape.gradient(loss, kernel.value).numpy().tolist() == [1.0]
+
+
 def test_stored_value_reads_the_variable_dtype_inside_a_mixed_precision_call():
     keras.mixed_precision.set_global_policy("mixed_bfloat16")
 

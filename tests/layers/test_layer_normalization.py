@@ -57,20 +57,67 @@ def test_bfloat16_inputs_are_normalized_in_float32_and_returned_in_bfloat16():
                                    rtol=1e-2, atol=2e-2, err_msg=name)
 
 
-def test_the_gradient_keeps_the_inputs_and_two_numbers_a_row():
-    inputs = _inputs()
+def _consumers_of_the_inputs(dtype, jit_compile=False):
     gamma, beta = tf.Variable(tf.ones([8])), tf.Variable(tf.zeros([8]))
 
-    @tf.function
-    def gradient():
+    @tf.function(jit_compile=jit_compile)
+    def gradient(inputs):
         with tf.GradientTape() as tape:
             tape.watch(inputs)
             outputs = layer_normalization(inputs, gamma, beta, 1e-12)
         return tape.gradient(outputs, [inputs, gamma, beta])
 
-    forward, _ = [op for op in gradient.get_concrete_function().graph.get_operations()
-                  if op.type in ("PartitionedCall", "StatefulPartitionedCall")]
-    assert [output.shape.as_list() for output in forward.outputs] == [[2, 5, 8], [2, 5, 1], [2, 5, 1]]
+    graph = gradient.get_concrete_function(tf.TensorSpec([2, 5, 8], dtype)).graph
+    inputs = [op for op in graph.get_operations() if op.type == "Placeholder" and op.outputs[0].dtype == dtype][0]
+    return sorted(consumer.type for consumer in inputs.outputs[0].consumers() if consumer.type != "IdentityN")
+
+
+def test_the_float32_gradient_keeps_the_outputs_instead_of_the_inputs():
+    # The forward call and the gather of the (here no) channels whose gamma is too small to divide by.
+    assert _consumers_of_the_inputs(tf.float32) == ["GatherV2", "PartitionedCall"]
+
+
+@pytest.mark.parametrize("dtype, jit_compile", [(tf.bfloat16, False), (tf.float32, True)])
+def test_bfloat16_and_xla_gradients_keep_the_inputs(dtype, jit_compile):
+    assert _consumers_of_the_inputs(dtype, jit_compile) == ["PartitionedCall", "PartitionedCall"]
+
+
+def test_channels_whose_gamma_is_too_small_to_divide_by_keep_their_inputs():
+    ours, reference = _layer_pair("float32")
+    gamma = np.random.default_rng(4).normal(size=8).astype(np.float32)
+    beta = np.full(8, 0.5, np.float32)
+    gamma[[2, 5]] = [0.0, 1e-6]
+    for layer in (ours, reference):
+        layer.gamma.assign(gamma)
+        layer.beta.assign(beta)
+    inputs = _inputs()
+    upstream = tf.constant(np.random.default_rng(5).normal(size=inputs.shape), tf.float32)
+    got = tf.function(lambda: _values_and_gradients(ours, inputs, upstream, training=True))()
+    expected = _values_and_gradients(reference, inputs, upstream)
+    for name, got_value, expected_value in zip(("outputs", "inputs", "gamma", "beta"), got, expected):
+        np.testing.assert_allclose(got_value, expected_value, rtol=2e-5, atol=2e-5, err_msg=name)
+    assert np.all(np.isfinite(got[2]))
+
+
+def test_the_normalized_inputs_recovered_from_the_outputs_are_those_computed_from_the_inputs():
+    rng = np.random.default_rng(6)
+    inputs = tf.constant(rng.normal(size=(64, 768)) * 4.0 + 20.0, tf.float32)
+    gamma = tf.constant(rng.normal(size=768) * 0.5, tf.float32)
+    beta = tf.constant(rng.normal(size=768) * 0.5 * tf.abs(gamma) * 8.0, tf.float32)
+    upstream = tf.constant(rng.normal(size=(64, 768)), tf.float32)
+    expected = np.asarray(inputs, np.float64)
+    mean, std = expected.mean(-1, keepdims=True), expected.std(-1, keepdims=True)
+    normalized = (expected - mean) / std
+    scaled = np.asarray(upstream, np.float64) * np.asarray(gamma, np.float64)
+    input_gradient = (scaled - scaled.mean(-1, keepdims=True)
+                      - normalized * (scaled * normalized).mean(-1, keepdims=True)) / std
+    with tf.GradientTape() as tape:
+        tape.watch([inputs, gamma])
+        outputs = layer_normalization(inputs, gamma, beta, 1e-12)
+    got_input, got_gamma = tape.gradient(outputs, [inputs, gamma], output_gradients=upstream)
+    np.testing.assert_allclose(got_input, input_gradient, rtol=0, atol=2e-6 * np.abs(input_gradient).max())
+    gamma_gradient = (np.asarray(upstream, np.float64) * normalized).sum(0)
+    np.testing.assert_allclose(got_gamma, gamma_gradient, rtol=0, atol=2e-6 * np.abs(gamma_gradient).max())
 
 
 def test_inference_runs_kerass_own_ops():

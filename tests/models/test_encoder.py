@@ -126,13 +126,14 @@ def _projection_kernels_by_role(encoder):
     return kernels
 
 
+@pytest.mark.parametrize("policy", ["float32", "mixed_bfloat16"])
 @pytest.mark.parametrize("mode", ["eager", "graph", "xla"])
-def test_mixed_bfloat16_training_sums_the_shared_kernels_depth_gradients_in_float32(mode):
-    """Under mixed precision a shared half's weights are cast once a step for all depths
+def test_training_sums_the_shared_kernels_depth_gradients_in_float32(mode, policy):
+    """In training a shared half's weights are read (and cast) once a step for all depths
     (albert_tf/layers/compute_copies.py); each kernel's gradient is still the float32 sum of the depths' gradients,
     as in a not-shared stack holding the same weights. Eagerly the two are the same sum; in a graph Grappler
     rewrites each graph's bfloat16 backward ops its own way, so there they agree to bfloat16's rounding."""
-    keras.mixed_precision.set_global_policy("mixed_bfloat16")
+    keras.mixed_precision.set_global_policy(policy)
     keras.utils.set_random_seed(5)
     shared = AlbertEncoder(tiny_config(share_type="all"))
     randomize_layer_norms(shared)
@@ -157,7 +158,7 @@ def test_mixed_bfloat16_training_sums_the_shared_kernels_depth_gradients_in_floa
     for role, (shared_gradient,) in shared_gradients.items():
         depth_sum = tf.add_n(unrolled_gradients[role])
         assert shared_gradient.dtype == tf.float32 and len(unrolled_gradients[role]) == shared.config.num_hidden_layers
-        tolerance = 1e-6 if mode == "eager" else 2 ** -7 * float(tf.reduce_max(tf.abs(depth_sum)))
+        tolerance = 1e-6 if mode == "eager" or policy == "float32" else 2 ** -7 * float(tf.reduce_max(tf.abs(depth_sum)))
         np.testing.assert_allclose(shared_gradient, depth_sum, rtol=1e-6, atol=tolerance, err_msg=role)
 
 
@@ -198,6 +199,22 @@ def test_mixed_bfloat16_training_casts_each_shared_kernel_once():
     pooler = 1
     assert len(kernel_casts_to_bfloat16(training=True)) == 6 + pooler
     assert len(kernel_casts_to_bfloat16(training=False)) == 6 * encoder.config.num_hidden_layers + pooler
+
+
+def test_float32_training_reads_each_shared_kernel_once():
+    encoder = AlbertEncoder(tiny_config(share_type="all"))
+    inputs = random_inputs()
+    hidden, intermediate = encoder.config.hidden_size, encoder.config.intermediate_size
+    block_and_pooler_shapes = {(hidden, hidden), (hidden, intermediate), (intermediate, hidden)}
+
+    def kernel_reads(training):
+        graph = tf.function(lambda x: encoder(x, training=training)).get_concrete_function(inputs).graph
+        return [op for op in graph.get_operations()
+                if op.type == "ReadVariableOp" and tuple(op.outputs[0].shape) in block_and_pooler_shapes]
+
+    pooler = 1
+    assert len(kernel_reads(training=True)) == 6 + pooler
+    assert len(kernel_reads(training=False)) == 6 * encoder.config.num_hidden_layers + pooler
 
 
 def test_shared_halves_are_called_at_every_depth_not_copied():
