@@ -180,38 +180,26 @@ def test_training_adds_the_projection_biases_without_bias_add(layer):
     assert not op_types & {"BiasAdd", "BiasAddGrad"}
 
 
-def test_mixed_bfloat16_training_casts_each_shared_kernel_once():
-    keras.mixed_precision.set_global_policy("mixed_bfloat16")
-    encoder = AlbertEncoder(tiny_config(share_type="all"))
-    inputs = random_inputs()
-    hidden, intermediate = encoder.config.hidden_size, encoder.config.intermediate_size
-    block_and_pooler_shapes = {(hidden, hidden), (hidden, intermediate), (intermediate, hidden)}
-
-    def kernel_casts_to_bfloat16(training):
-        graph = tf.function(lambda x: encoder(x, training=training)).get_concrete_function(inputs).graph
-        return [op for op in graph.get_operations()
-                if op.type == "Cast" and op.get_attr("DstT") == tf.bfloat16
-                and op.inputs[0].op.type == "ReadVariableOp"
-                and tuple(op.inputs[0].shape) in block_and_pooler_shapes]
-
-    # Six projection kernels (Q, K, V, the attention output, W1, W2): each cast once in training, at every
-    # depth in inference (Keras's own reads).
-    pooler = 1
-    assert len(kernel_casts_to_bfloat16(training=True)) == 6 + pooler
-    assert len(kernel_casts_to_bfloat16(training=False)) == 6 * encoder.config.num_hidden_layers + pooler
-
-
-def test_float32_training_reads_each_shared_kernel_once():
+@pytest.mark.parametrize("policy", ["float32", "mixed_bfloat16"])
+def test_training_reads_and_casts_each_shared_kernel_once(policy):
+    keras.mixed_precision.set_global_policy(policy)
     encoder = AlbertEncoder(tiny_config(share_type="all"))
     inputs = random_inputs()
     hidden, intermediate = encoder.config.hidden_size, encoder.config.intermediate_size
     block_and_pooler_shapes = {(hidden, hidden), (hidden, intermediate), (intermediate, hidden)}
 
     def kernel_reads(training):
+        """The kernels' reads in float32, their casts to bfloat16 under mixed precision."""
         graph = tf.function(lambda x: encoder(x, training=training)).get_concrete_function(inputs).graph
-        return [op for op in graph.get_operations()
-                if op.type == "ReadVariableOp" and tuple(op.outputs[0].shape) in block_and_pooler_shapes]
+        reads = [op for op in graph.get_operations()
+                 if op.type == "ReadVariableOp" and tuple(op.outputs[0].shape) in block_and_pooler_shapes]
+        if policy == "float32":
+            return reads
+        return [consumer for read in reads for consumer in read.outputs[0].consumers()
+                if consumer.type == "Cast" and consumer.get_attr("DstT") == tf.bfloat16]
 
+    # Six projection kernels (Q, K, V, the attention output, W1, W2): each read once in training, at every
+    # depth in inference (Keras's own reads).
     pooler = 1
     assert len(kernel_reads(training=True)) == 6 + pooler
     assert len(kernel_reads(training=False)) == 6 * encoder.config.num_hidden_layers + pooler
