@@ -26,8 +26,10 @@ def _gradients_of_normalized(normalized, gamma, reciprocal_std, upstream, input_
         scaled_upstream - tf.reduce_mean(scaled_upstream, axis=-1, keepdims=True)
         - normalized * tf.reduce_mean(scaled_upstream * normalized, axis=-1, keepdims=True))
 
-    def column_sums(tensor):  # over every row, whatever the rank a retrace generalizes to
-        return tf.reduce_sum(tf.reshape(tensor, [-1, tf.shape(tensor)[-1]]), axis=0)
+    def column_sums(tensor):
+        if tensor.shape.rank is not None:
+            return tf.reduce_sum(tensor, axis=list(range(tensor.shape.rank - 1)))
+        return tf.reduce_sum(tf.reshape(tensor, [-1, tf.shape(tensor)[-1]]), axis=0)  # a retrace's unknown rank
 
     return (tf.cast(input_gradient, input_dtype), column_sums(upstream_float32 * normalized),
             column_sums(upstream_float32))
