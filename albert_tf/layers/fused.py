@@ -5,6 +5,7 @@ other function.
 """
 
 import tensorflow as tf
+from tensorflow.python.ops import control_flow_util
 
 
 def xla_fused(function):
@@ -16,6 +17,16 @@ def xla_fused(function):
     [2.0, 4.0]
     """
     return tf.function(function, jit_compile=True, autograph=False, reduce_retracing=True)
+
+
+def traced_for_xla() -> bool:
+    """Whether the ops being traced now are compiled by XLA (a jit_compile function or one it inlines).
+
+    Example:
+    >>> traced_for_xla()
+    False
+    """
+    return control_flow_util.GraphOrParentsInXlaContext(tf.compat.v1.get_default_graph())
 
 
 @xla_fused

@@ -2,9 +2,8 @@
 
 import keras
 import tensorflow as tf
-from tensorflow.python.ops import control_flow_util
 
-from albert_tf.layers.fused import xla_fused
+from albert_tf.layers.fused import traced_for_xla, xla_fused
 
 
 @xla_fused
@@ -101,8 +100,7 @@ def layer_normalization(inputs, gamma, beta, epsilon):
     @tf.custom_gradient
     def normalize(inputs, gamma, beta):
         outputs, mean, reciprocal_std = _normalized_and_statistics(inputs, gamma, beta, epsilon)
-        if inputs.dtype != tf.float32 or control_flow_util.GraphOrParentsInXlaContext(
-                tf.compat.v1.get_default_graph()):
+        if inputs.dtype != tf.float32 or traced_for_xla():
             def gradient(upstream):
                 return _gradients_from_inputs(inputs, gamma, mean, reciprocal_std, upstream)
 

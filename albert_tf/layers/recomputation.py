@@ -4,8 +4,8 @@ from typing import Callable, List, Optional, Sequence, Union
 
 import tensorflow as tf
 from tensorflow.compiler.tf2xla.python import xla
-from tensorflow.python.ops import control_flow_util
 
+from albert_tf.layers.fused import traced_for_xla
 from albert_tf.layers.replica_dropout import recording_dropout_seeds, replaying_dropout_seeds
 
 BlockFn = Callable[[int, tf.Tensor, tf.Tensor], tf.Tensor]
@@ -143,7 +143,7 @@ def ordered_input_for_recomputation(saved_input: tf.Tensor, upstream: tf.Tensor)
     >>> float(ordered_input_for_recomputation(tf.constant(2.0), tf.constant(5.0)))
     2.0
     """
-    if control_flow_util.GraphOrParentsInXlaContext(tf.compat.v1.get_default_graph()):
+    if traced_for_xla():
         return input_for_recomputation(saved_input, upstream)
     with tf.control_dependencies([upstream]):
         return tf.identity(saved_input)
