@@ -68,10 +68,11 @@ def _gradients_from_outputs_and_kept_channels(outputs, kept_inputs, kept_channel
     def with_kept_channels():
         recovered = (outputs - beta) / gamma
         exact = (kept_inputs - mean) * reciprocal_std
-        channels_first = tf.tensor_scatter_nd_update(
-            tf.transpose(tf.reshape(recovered, [-1, tf.shape(recovered)[-1]])), kept_channels[:, tf.newaxis],
-            tf.transpose(tf.reshape(exact, [-1, tf.shape(exact)[-1]])))
-        normalized = tf.reshape(tf.transpose(channels_first), tf.shape(outputs))
+        # Channel c of [recovered, exact] side by side: c itself, or the kept channel's place after the others.
+        channels = tf.size(gamma, out_type=tf.int64)
+        positions = tf.tensor_scatter_nd_update(tf.range(channels), kept_channels[:, tf.newaxis],
+                                                channels + tf.range(tf.size(kept_channels, out_type=tf.int64)))
+        normalized = tf.gather(tf.concat([recovered, exact], axis=-1), positions, axis=-1)
         return _gradients_from_normalized(normalized, gamma, reciprocal_std, upstream)
 
     return tf.cond(tf.size(kept_channels) > 0, with_kept_channels,
