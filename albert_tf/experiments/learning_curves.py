@@ -1,9 +1,10 @@
-"""Learning curves of an experiment's arms: the training masked-LM accuracy and loss against step, read from the
-TensorBoard event files the pretraining task writes under each arm's train/ directory.
+"""Learning curves of an experiment's arms: the training masked-LM accuracy and loss against step.
 
-The Trainer logs each training loop's mean metrics, and an arm's loop is a twentieth of its run
-(runner.CURVE_POINTS), so each point is the masked-LM accuracy and loss over the training batches since the
-previous point, not a held-out figure; the curve per arm is the mean over its seeds at each step.
+The Trainer logs each training loop's mean metrics to the TensorBoard event files under an arm's train/ directory,
+and an arm's loop is a twentieth of its run (runner.CURVE_POINTS), so each point is the masked-LM accuracy and loss
+over the training batches since the previous point, not a held-out figure. The runner copies an arm's curve into
+its arm_result.json (`training_curve`) once it has trained, so the report needs nothing else from the arm's
+directory; the curve per arm is the mean over its seeds at each step.
 
 Example (it needs trained arms, so it is not run here):
 >>> curves = experiment_curves(results, "sharing")  # doctest: +SKIP
@@ -24,27 +25,25 @@ CURVE_METRICS = (("masked_lm_accuracy", "training masked-LM accuracy (fraction o
 TRAIN_SUMMARY_DIR = "train"
 
 
-def read_learning_curve(arm_dir: str) -> Dict[str, Dict[int, float]]:
-    """{metric: {step: value}} of CURVE_METRICS in the arm's train/ event files; {} when it has none."""
+def training_curve(arm_dir: str) -> Dict[str, List]:
+    """{"step": [...], metric: [...] for each of CURVE_METRICS} from the arm's train/ event files (the steps every
+    metric was logged at; a step logged twice, by a resumed run, keeps its last value)."""
     summary_dir = os.path.join(arm_dir, TRAIN_SUMMARY_DIR)
-    if not os.path.isdir(summary_dir):
-        return {}
-    try:
-        return {metric: read_scalars(summary_dir, metric) for metric, _ in CURVE_METRICS}
-    except ValueError:
-        return {}
+    values = {metric: read_scalars(summary_dir, metric) for metric, _ in CURVE_METRICS}
+    steps = sorted(set.intersection(*(set(by_step) for by_step in values.values())))
+    return {"step": steps, **{metric: [by_step[step] for step in steps] for metric, by_step in values.items()}}
 
 
 def experiment_curves(results: Mapping[str, Mapping[str, object]], experiment: str) -> Dict[str, Dict[str, List]]:
-    """Per arm of `experiment` ({key: result} with each result's `directory`), the steps every seed logged and,
-    per metric, the mean over seeds at those steps."""
+    """Per arm of `experiment` ({key: result} with each result's `training_curve`), the steps every seed logged
+    and, per metric, the mean over seeds at those steps."""
     per_arm: Dict[str, List[Dict[str, Dict[int, float]]]] = {}
     for key, result in sorted(results.items()):
         found_experiment, arm, _ = key.split("/")
-        if found_experiment == experiment and result.get("directory"):
-            curve = read_learning_curve(result["directory"])
-            if curve:
-                per_arm.setdefault(arm, []).append(curve)
+        if found_experiment == experiment and result.get("training_curve"):
+            curve = result["training_curve"]
+            per_arm.setdefault(arm, []).append({metric: dict(zip(curve["step"], curve[metric]))
+                                                for metric, _ in CURVE_METRICS})
     curves = {}
     for arm, seeds in per_arm.items():
         steps = sorted(set.intersection(*(set(seed[CURVE_METRICS[0][0]]) for seed in seeds)))

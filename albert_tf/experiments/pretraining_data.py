@@ -2,7 +2,10 @@
 sentence-pair evaluation sets.
 
 Everything is written once under `data_dir` and reused by a rerun: the corpus and the vocabulary when their files
-exist, the shards through create_pretraining_data's own resumption.
+exist, the shards through create_pretraining_data's own resumption. `data_record.json` holds each file's SHA-256
+and what the corpus came from (the Python version, and the installed packages when site-packages were read): a
+rerun on a machine without the data writes it again and checks it against that record, because kept results
+(arm_result.json) are only comparable with arms trained on the same data.
 
 Example (it trains a vocabulary, so it is not run here):
 >>> data = prepare_pretraining_data("out/data", budget_for("smoke"))  # doctest: +SKIP
@@ -11,18 +14,23 @@ Example (it trains a vocabulary, so it is not run here):
 """
 
 import dataclasses
+import hashlib
+import importlib.metadata
 import os
+import platform
 from typing import Dict, List, Optional, Sequence
 
 from absl import logging
 
 from albert_tf.experiments.budgets import Budget
+from albert_tf.experiments.json_files import read_json, write_json
 from data_gen import build_vocab, corpora
 from data_gen.create_pretraining_data import create_pretraining_data, output_shard_paths
 from data_gen.document_classification import read_text_documents
 from data_gen.sentence_pair_eval import write_sentence_pair_eval_set
 
 EVAL_RANDOM_SEED = 54321
+DATA_RECORD_NAME = "data_record.json"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -61,10 +69,77 @@ def split_corpus(corpus_files: Sequence[str], train_path: str, holdout_path: str
     _write_documents(holdout_path, holdout)
 
 
+def _sha256(path: str) -> str:
+    """The file's SHA-256; a SentencePiece model's without the paths and thread count its trainer_spec records,
+    which depend on where and how it was trained, not on the vocabulary."""
+    digest = hashlib.sha256()
+    if path.endswith(".model"):
+        from sentencepiece import sentencepiece_model_pb2
+
+        model = sentencepiece_model_pb2.ModelProto()
+        with open(path, "rb") as handle:
+            model.ParseFromString(handle.read())
+        for field in ("input", "model_prefix", "num_threads"):
+            model.trainer_spec.ClearField(field)
+        digest.update(model.SerializeToString(deterministic=True))
+        return digest.hexdigest()
+    with open(path, "rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def data_record(data_dir: str, paths: Sequence[str], include_site_packages: bool) -> Dict[str, object]:
+    """The SHA-256 of each of `paths` (by its path relative to `data_dir`), the Python version and, when the corpus
+    holds site-packages' docstrings, every installed distribution's version."""
+    packages = ({dist.metadata["Name"]: dist.version for dist in importlib.metadata.distributions()}
+                if include_site_packages else None)
+    return {"files": {os.path.relpath(path, data_dir): _sha256(path) for path in paths},
+            "python": platform.python_version(), "packages": packages}
+
+
+def check_data_record(data_dir: str, record: Dict[str, object]) -> None:
+    """Writes `record` (data_record's) as `data_dir`/data_record.json, or fails when the one there differs: the
+    data was written again (on another machine, say) and is not what the kept results were trained on.
+
+    Example:
+    >>> import tempfile
+    >>> data_dir = tempfile.mkdtemp()
+    >>> check_data_record(data_dir, {"files": {"a.txt": "0f"}, "python": "3.11.7", "packages": None})
+    >>> check_data_record(data_dir, {"files": {"a.txt": "1e"}, "python": "3.11.7", "packages": None})
+    Traceback (most recent call last):
+    ...
+    ValueError: The data written in ... differs from the data its results were trained on (.../data_record.json): \
+a.txt; give another --output_dir, or write the same data: on Python 3.11.7.
+    """
+    path = os.path.join(data_dir, DATA_RECORD_NAME)
+    if not os.path.exists(path):
+        write_json(path, record)
+        return
+    recorded = read_json(path)
+    differing = sorted(name for name in set(recorded["files"]) | set(record["files"])
+                       if recorded["files"].get(name) != record["files"].get(name))
+    if not differing:
+        return
+    recorded_packages, packages = recorded.get("packages") or {}, record.get("packages") or {}
+    changed_packages = sorted(f"{name} {recorded_packages[name]} (here {packages.get(name, 'absent')})"
+                              for name in recorded_packages if recorded_packages[name] != packages.get(name))
+    added_packages = sorted(set(packages) - set(recorded_packages))
+    causes = [f"on Python {recorded['python']}" + (f" (here {record['python']})"
+                                                   if record["python"] != recorded["python"] else "")]
+    if changed_packages:
+        causes.append("with the packages " + ", ".join(changed_packages))
+    if added_packages:
+        causes.append("without " + ", ".join(added_packages))
+    raise ValueError(f"The data written in {data_dir} differs from the data its results were trained on ({path}): "
+                     f"{', '.join(differing)}; give another --output_dir, or write the same data: "
+                     f"{'; '.join(causes)}.")
+
+
 def prepare_pretraining_data(data_dir: str, budget: Budget, corpus_files: Optional[Sequence[str]] = None,
                              include_site_packages: bool = False) -> PretrainingData:
     """Writes the text split, the SentencePiece model, the shards and the pure sets under `data_dir` (kept on a
-    rerun)."""
+    rerun), and checks them against `data_dir`'s data_record.json (check_data_record)."""
     text_dir = os.path.join(data_dir, "text")
     os.makedirs(text_dir, exist_ok=True)
     train_text, holdout_text = os.path.join(text_dir, "train.txt"), os.path.join(text_dir, "holdout.txt")
@@ -97,5 +172,9 @@ def prepare_pretraining_data(data_dir: str, budget: Budget, corpus_files: Option
                                                   random_seed=EVAL_RANDOM_SEED, **shapes)
             logging.info("Pure %s set: %s", task, counts)
         pure_eval_patterns[task] = path
+    check_data_record(data_dir, data_record(
+        data_dir, [train_text, holdout_text, spm_model_file, *(shard for pattern in train_patterns.values()
+                                                              for shard in pattern.split(",")),
+                   *eval_shards, *pure_eval_patterns.values()], include_site_packages and not corpus_files))
     return PretrainingData(spm_model_file, train_patterns, ",".join(eval_shards), pure_eval_patterns, holdout_text,
                            os.path.join(data_dir, "downstream", "documents"))

@@ -8,7 +8,9 @@ Usage (it trains for minutes, so it is not run here):
     print(open(paths["report"]).read())
 
 Rerunning the same call keeps the finished arms, resumes a half-trained one from its last checkpoint, and only
-then writes the report.
+then writes the report. The finished arms are kept by their arm_result.json files alone (with run.json, the data's
+data_record.json, the learning-rate trials' and speed records): copied into a new output directory on another
+machine, they rerun the report without training, once the data has been written again and matches its record.
 """
 
 import dataclasses
@@ -24,7 +26,7 @@ from albert_tf.experiments.json_files import read_json, write_json
 from albert_tf.experiments.learning_rate import choose_learning_rate, learning_rate_section
 from albert_tf.experiments.pretraining_data import PretrainingData, prepare_pretraining_data
 from albert_tf.experiments.report import write_report
-from albert_tf.experiments.runner import run_arms
+from albert_tf.experiments.runner import Arm, run_arms
 from albert_tf.experiments.stopping import stop_on_sigterm, stopped_during
 from data_gen.pretraining_input import masked_lm_majority_baseline, sentence_order_majority_baseline
 
@@ -171,7 +173,16 @@ def _run_reproduction(options: ReproduceOptions) -> Dict[str, str]:
                                             options.include_site_packages)
         budget, learning_rate_choice = choose_learning_rate(budget, output_dir, data, options.seeds[0],
                                                             options.jit_compile)
-        results = run_arms(arms, os.path.join(output_dir, "arms"), budget, data, options.jit_compile)
+
+        def fine_tune(group: Sequence[Arm], directory: str) -> None:
+            # Before the training's arm_result.json: fine-tuning needs its checkpoints, which a rerun on another
+            # machine, from the kept results alone, does not have.
+            downstream_arms = [arm for arm in group if arm.downstream]
+            if downstream_arms:
+                run_downstream(downstream_arms, {arm.key: directory for arm in downstream_arms}, budget, data,
+                               options.glue_data_dir, options.jit_compile)
+
+        results = run_arms(arms, os.path.join(output_dir, "arms"), budget, data, options.jit_compile, fine_tune)
         baselines = _majority_baselines(data, budget)
         downstream_arms = [arm for arm in arms if arm.downstream]
         if downstream_arms:

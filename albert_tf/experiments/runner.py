@@ -7,10 +7,14 @@ holds a training (so a run of other experiments finds it), or else of its first 
 reads that result; the evaluations only some of them ask for (the pure sets, the block transitions) are run on its
 final checkpoint and kept in the same `arm_result.json`.
 
-A training is finished when its directory holds `arm_result.json`, written after its evaluation: a rerun keeps it
-(adding only an evaluation a newly requested arm needs). A training without it is run by run_pretraining, which
-resumes from the directory's last checkpoint, then evaluated. Progress logs the trainings done and remaining, with
-an ETA from the steps trained in this run.
+A training is finished when its directory holds `arm_result.json`, written after its evaluations and after
+`finish_training` (the downstream fine-tuning), so that the result holds everything the report needs and a rerun
+needs none of the training's checkpoints: arm_result.json files alone, on another machine, keep their trainings.
+A rerun keeps a finished training (adding only an evaluation a newly requested arm needs). A training without it
+is run by run_pretraining, which resumes from the directory's last checkpoint, then evaluated. Every result
+records the code that trained it (`trained_by`); a run refuses to train beside results of other step code, so that
+every arm of an output directory is trained by one code. Progress logs the trainings done and remaining, with an
+ETA from the steps trained in this run.
 
 Example (it trains, so it is not run here):
 >>> arm = Arm(experiment="sharing", name="share_all", seed=0, config=AlbertConfig(vocab_size=1000))  # doctest: +SKIP
@@ -22,8 +26,9 @@ Example (it trains, so it is not run here):
 import dataclasses
 import json
 import os
+import subprocess
 import time
-from typing import Dict, List, Mapping, Sequence
+from typing import Callable, Dict, List, Mapping, Optional, Sequence
 
 import tensorflow as tf
 from absl import logging
@@ -31,11 +36,13 @@ from absl import logging
 from albert_tf.config import AlbertConfig
 from albert_tf.experiments.budgets import Budget
 from albert_tf.experiments.json_files import read_json, write_json
+from albert_tf.experiments.learning_curves import training_curve
 from albert_tf.experiments.pretraining_data import PretrainingData
 from albert_tf.experiments.stopping import stopped_during
 from albert_tf.experiments.transitions import block_transitions, deeper_shared_encoder
 from albert_tf.models.param_count import encoder_parameters
 from albert_tf.tasks.pretraining import Pretraining, PretrainingOptions, run_pretraining
+from albert_tf.training.compile_choice import cpu_model_name, step_code_fingerprint
 from albert_tf.training.summaries import read_scalars
 from data_gen.pretraining_input import pretraining_dataset_fn
 
@@ -137,8 +144,9 @@ def _missing_evaluations(arm: Arm, result: Mapping[str, object]) -> List[str]:
 
 
 def _add_evaluations(arm: Arm, options: PretrainingOptions, result: Dict[str, object], budget: Budget,
-                     data: PretrainingData) -> Dict[str, object]:
-    """Runs, on the final checkpoint, the evaluations `arm` asks for that `result` lacks, and writes the result."""
+                     data: PretrainingData, finish: Optional[Callable[[], None]] = None) -> Dict[str, object]:
+    """Runs, on the final checkpoint, the evaluations `arm` asks for that `result` lacks, then `finish`, and writes
+    the result."""
     missing = _missing_evaluations(arm, result)
     if missing:
         lengths = dict(max_seq_length=budget.max_seq_length, max_predictions_per_seq=budget.max_predictions_per_seq)
@@ -156,19 +164,53 @@ def _add_evaluations(arm: Arm, options: PretrainingOptions, result: Dict[str, ob
                 deeper = deeper_shared_encoder(run.model.encoder, 2 * arm.config.num_hidden_layers, batches[0])
                 result["transitions_twice_as_deep"] = block_transitions(deeper, batches)
     if missing or not os.path.exists(os.path.join(options.output_dir, ARM_RESULT_NAME)):
+        if finish is not None:
+            finish()
         write_json(os.path.join(options.output_dir, ARM_RESULT_NAME), result)
     return result
 
 
-def run_arm(arm: Arm, output_dir: str, budget: Budget, data: PretrainingData, jit_compile="auto") -> Dict[str, object]:
-    """Trains (or resumes) and evaluates one arm, writes its arm_result.json and returns it; SIGTERM during the
-    training raises stopping.ReproductionStopped once its checkpoint is saved (or, under stopping.stop_on_sigterm,
-    once it has finished, when the signal came during its last loop or its evaluation)."""
+def trained_by() -> Dict[str, Optional[str]]:
+    """What trains in this process: the step code's fingerprint (albert_tf's layers, models and training packages:
+    compile_choice.step_code_fingerprint), the git commit of this checkout (None outside one) and the CPU."""
+    package_dir = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    try:
+        commit = subprocess.run(["git", "-C", package_dir, "rev-parse", "HEAD"], capture_output=True, text=True,
+                                check=True).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        commit = None
+    return {"step_code": step_code_fingerprint(), "commit": commit, "cpu": cpu_model_name()}
+
+
+def check_step_code(finished: Mapping[str, Mapping[str, object]], arms_dir: str) -> None:
+    """Fails when a finished training in `finished` ({key: result}) was trained by other step code than this
+    process runs: a run that trains more arms must train them all with one code.
+
+    Example:
+    >>> check_step_code({"sharing/all/seed0": {"trained_by": trained_by()}}, "out/arms")
+    """
+    current = step_code_fingerprint()
+    for key, result in sorted(finished.items()):
+        recorded = result.get("trained_by") or {}
+        if recorded.get("step_code") != current:
+            raise ValueError(
+                f"{arms_dir} holds training {key} by step code {recorded.get('step_code')} (commit "
+                f"{recorded.get('commit')}), not this checkout's {current}; train the rest from a checkout of that "
+                "commit (git worktree add --detach DIR COMMIT) or give another --output_dir.")
+
+
+def run_arm(arm: Arm, output_dir: str, budget: Budget, data: PretrainingData, jit_compile="auto",
+            finish: Optional[Callable[[], None]] = None) -> Dict[str, object]:
+    """Trains (or resumes) and evaluates one arm, runs `finish` (what else needs its checkpoints), writes its
+    arm_result.json and returns it; SIGTERM during the training raises stopping.ReproductionStopped once its
+    checkpoint is saved (or, under stopping.stop_on_sigterm, once it has finished, when the signal came during its
+    last loop or its evaluation)."""
     options = _pretraining_options(output_dir, arm, budget, data, jit_compile)
     with stopped_during(f"training {arm.key}"):
         results = run_pretraining(arm.config, options)
     result = {"arm": arm.name, "seed": arm.seed, "parameters": encoder_parameters(arm.config),
-              "eval": results["eval"], "train": results["train"]}
+              "eval": results["eval"], "train": results["train"], "trained_by": trained_by(),
+              "training_curve": training_curve(output_dir)}
     # What run_pretraining's evaluation of every kept checkpoint wrote for TensorBoard (a rerun's last value), at
     # the scheduled steps only: a checkpoint that a SIGTERM saved in between is evaluated too, and left out here,
     # so that every arm's curve has the same steps.
@@ -180,7 +222,7 @@ def run_arm(arm: Arm, output_dir: str, budget: Budget, data: PretrainingData, ji
         raise ValueError(f"The held-out curve of {arm.key} in {eval_dir} has no evaluation at step(s) {missing}; "
                          f"delete {output_dir} and rerun to train the arm again.")
     result["curve"] = {"step": steps, **{key: [values[step] for step in steps] for key, values in curves.items()}}
-    return _add_evaluations(arm, options, result, budget, data)
+    return _add_evaluations(arm, options, result, budget, data, finish)
 
 
 def _eta_text(seconds: float) -> str:
@@ -222,11 +264,19 @@ def training_arm(group: Sequence[Arm], arms_dir: str) -> Arm:
                                measure_transitions=any(arm.measure_transitions for arm in group))
 
 
-def run_arms(arms: Sequence[Arm], arms_dir: str, budget: Budget, data: PretrainingData,
-             jit_compile="auto") -> Dict[str, Dict[str, object]]:
+def _finisher(finish_training: Optional[Callable[[Sequence[Arm], str], None]], group: Sequence[Arm],
+              directory: str) -> Optional[Callable[[], None]]:
+    return None if finish_training is None else lambda: finish_training(group, directory)
+
+
+def run_arms(arms: Sequence[Arm], arms_dir: str, budget: Budget, data: PretrainingData, jit_compile="auto",
+             finish_training: Optional[Callable[[Sequence[Arm], str], None]] = None) -> Dict[str, Dict[str, object]]:
     """Runs every training the arms need that is not finished, in order, and returns {arm.key: its result} for
     every arm, each with its `directory` (where its training and curves are), `trained_as` (the key of the arm
-    that directory belongs to: the arm's own unless it reuses another's training) and its model `config` added."""
+    that directory belongs to: the arm's own unless it reuses another's training) and its model `config` added.
+
+    `finish_training(group, directory)`, given, runs for each training's arms once it is trained and evaluated,
+    before its arm_result.json is written: the work that needs its checkpoints."""
     keys = [arm.key for arm in arms]
     if len(set(keys)) != len(keys):
         raise ValueError(f"Two arms share a key: {sorted(key for key in keys if keys.count(key) > 1)}.")
@@ -237,24 +287,34 @@ def run_arms(arms: Sequence[Arm], arms_dir: str, budget: Budget, data: Pretraini
         path = os.path.join(arm_directory(arms_dir, owner), ARM_RESULT_NAME)
         if os.path.exists(path):
             results[owner.key] = read_json(path)
-            if _missing_evaluations(owner, results[owner.key]):
+            missing = _missing_evaluations(owner, results[owner.key])
+            if missing:
+                directory = arm_directory(arms_dir, owner)
+                if tf.train.latest_checkpoint(directory) is None:
+                    raise ValueError(f"Training {owner.key} in {directory} is finished but lacks {', '.join(missing)} "
+                                     f"and has no checkpoint to measure it on; delete its {ARM_RESULT_NAME} and rerun "
+                                     "to train it again.")
                 logging.info("Training %s: finished; adding %s for the arms that reuse it", owner.key,
-                             ", ".join(_missing_evaluations(owner, results[owner.key])))
-                options = _pretraining_options(arm_directory(arms_dir, owner), owner, budget, data, jit_compile)
-                results[owner.key] = _add_evaluations(owner, options, results[owner.key], budget, data)
+                             ", ".join(missing))
+                options = _pretraining_options(directory, owner, budget, data, jit_compile)
+                results[owner.key] = _add_evaluations(owner, options, results[owner.key], budget, data,
+                                                      _finisher(finish_training, group, directory))
         else:
-            pending.append(owner)
+            pending.append((group, owner))
+    if pending:
+        check_step_code(results, arms_dir)
     logging.info("Arms: %d, in %d trainings (%d arms reuse another arm's training); trainings: %d finished and "
                  "kept, %d to run", len(arms), len(groups), len(arms) - len(groups), len(groups) - len(pending),
                  len(pending))
-    remaining_steps = sum(budget.num_train_steps - _trained_steps(arm_directory(arms_dir, arm)) for arm in pending)
+    remaining_steps = sum(budget.num_train_steps - _trained_steps(arm_directory(arms_dir, arm)) for _, arm in pending)
     started, trained_steps = time.time(), 0
-    for index, owner in enumerate(pending):
+    for index, (group, owner) in enumerate(pending):
         directory = arm_directory(arms_dir, owner)
         logging.info("Training %s (%d of %d to run; %d steps to go in all)", owner.key, index + 1, len(pending),
                      remaining_steps)
         steps_before = _trained_steps(directory)
-        results[owner.key] = run_arm(owner, directory, budget, data, jit_compile)
+        results[owner.key] = run_arm(owner, directory, budget, data, jit_compile,
+                                     _finisher(finish_training, group, directory))
         trained_steps += budget.num_train_steps - steps_before
         remaining_steps -= budget.num_train_steps - steps_before
         eta = (time.time() - started) / max(1, trained_steps) * remaining_steps

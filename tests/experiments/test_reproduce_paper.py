@@ -5,7 +5,9 @@ import glob
 import json
 import os
 import re
+import shutil
 import signal
+import subprocess
 
 import pytest
 
@@ -13,7 +15,7 @@ from albert_tf.experiments import speed
 from albert_tf.experiments.reproduce import EXPERIMENT_NAMES, EXPERIMENTS, ReproduceOptions, check_run_identity
 from albert_tf.experiments.runner import ARM_RESULT_NAME, HELD_OUT_CURVE_POINTS
 from data_gen import corpora
-from tests.helpers import run_script, sigterm_on_log_line, start_script
+from tests.helpers import REPO_ROOT, run_script, sigterm_on_log_line, start_script
 
 
 def _checkpoint_mtimes(output_dir):
@@ -30,6 +32,21 @@ def _write_user_corpus(path):
     with open(path, "w", encoding="utf-8") as handle:
         handle.write("\n\n".join(documents[:len(documents) // 2]) + "\n\n")
     return path
+
+
+def _copy_what_git_commits(output_dir, kept_dir):
+    """Copies the files of `output_dir` that paper_runs/.gitignore lets git commit, as if the run had been made
+    under paper_runs/ and is now checked out on another machine; returns their paths relative to `output_dir`."""
+    copied = []
+    for path in glob.glob(os.path.join(output_dir, "**"), recursive=True):
+        relative = os.path.relpath(path, output_dir)
+        ignored = subprocess.run(["git", "check-ignore", "--no-index", "-q", os.path.join("paper_runs", "run", relative)],
+                                 cwd=REPO_ROOT).returncode == 0
+        if os.path.isfile(path) and not ignored:
+            os.makedirs(os.path.dirname(os.path.join(kept_dir, relative)), exist_ok=True)
+            shutil.copy(path, os.path.join(kept_dir, relative))
+            copied.append(relative)
+    return sorted(copied)
 
 
 def _stop_with_sigterm_after_step_12(flags, output_dir, arm_key):
@@ -144,6 +161,28 @@ def test_smoke_budget_on_a_corpus_stops_on_sigterm_resumes_writes_every_table_pl
     assert "Downstream runs: 4 finished and kept, 0 to run" in rerun.stderr
     assert _checkpoint_mtimes(output_dir) == mtimes
     assert {path: os.path.getmtime(path) for path in speed_records} == speed_records
+
+    # A training's downstream runs finish before its arm_result.json is written, and what git commits of the
+    # directory is enough for a rerun elsewhere: the data is written again and matches its record, and nothing
+    # trains, fine-tunes or measures again.
+    for downstream in glob.glob(os.path.join(output_dir, "arms", "*", "*", "seed3", "downstream", "*",
+                                             "downstream_result.json")):
+        arm_result = os.path.join(downstream.split(os.sep + "downstream" + os.sep)[0], ARM_RESULT_NAME)
+        assert os.path.getmtime(downstream) <= os.path.getmtime(arm_result)
+    kept_dir = str(tmp_path / "kept")
+    copied = _copy_what_git_commits(output_dir, kept_dir)
+    assert "run.json" in copied and "data/data_record.json" in copied and "REPORT.md" in copied
+    assert len([path for path in copied if path.endswith(ARM_RESULT_NAME)]) == 9
+    assert not [path for path in copied if "ckpt" in path or "tfevents" in path or path.startswith("data/text")]
+    kept_flags = [flag for flag in flags if not flag.startswith("--output_dir=")] + [f"--output_dir={kept_dir}"]
+    kept = run_script("reproduce_paper", *kept_flags)
+    assert kept.returncode == 0, kept.stderr[-3000:]
+    assert "trainings: 9 finished and kept, 0 to run" in kept.stderr
+    assert "Downstream runs: 4 finished and kept, 0 to run" in kept.stderr
+    assert not _checkpoint_mtimes(kept_dir)
+    assert json.load(open(os.path.join(kept_dir, "results.json"), encoding="utf-8")) == document
+    for plot in (f"{name}_learning_curves.png" for name in EXPERIMENTS):
+        assert os.path.getsize(os.path.join(kept_dir, plot)) > 1000
 
 
 @pytest.mark.slow

@@ -6,7 +6,7 @@ import pytest
 import tensorflow as tf
 
 from albert_tf.experiments import layer_transitions, sharing, sop_vs_nsp
-from albert_tf.experiments.learning_curves import experiment_curves
+from albert_tf.experiments.learning_curves import experiment_curves, training_curve
 from albert_tf.experiments.report import report_text, write_report
 from albert_tf.experiments.reproduce import experiment_names
 from albert_tf.experiments.verdicts import (MASKED_LM_FAILED, detectable_difference, judge_difference,
@@ -141,7 +141,11 @@ def test_the_report_has_every_table_plot_and_results_key(tmp_path):
     mlm = {"none": [0.2, 0.21, 0.25], "attention": [0.2, 0.2, 0.2], "ffn": [0.1, 0.1, 0.1], "all": [0.1, 0.1, 0.1]}
     results = _results(mlm, downstream={arm: [0.5, 0.6, 0.7] for arm in mlm})
     for seed, accuracies in enumerate(([0.1, 0.2], [0.2, 0.3], [0.3, 0.4])):
-        results[f"sharing/all/seed{seed}"]["directory"] = _write_training_curve(tmp_path / f"all{seed}", accuracies)
+        results[f"sharing/all/seed{seed}"]["training_curve"] = training_curve(
+            _write_training_curve(tmp_path / f"all{seed}", accuracies))
+    assert results["sharing/all/seed1"]["training_curve"] == {"step": [10, 20],
+                                                              "masked_lm_accuracy": pytest.approx([0.2, 0.3]),
+                                                              "masked_lm_loss": pytest.approx([0.8, 0.7])}
     baselines = {**BASELINES, "downstream/documents": 0.25}
     section = sharing.sharing_section(results, baselines)
     paths = write_report(str(tmp_path), [section], results, scale="made up", baselines=baselines)
