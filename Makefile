@@ -18,11 +18,11 @@ TEST_WORKERS ?= 2
 
 .PHONY: demo test test-fast install peers beam onnx
 
-$(STAMP): requirements.txt requirements-dev.txt requirements-test-oracles.txt
+$(STAMP): requirements.txt requirements-dev.txt requirements-test-oracles.txt constraints.txt
 	test -x $(VPY) || $(PYTHON) -m venv $(VENV)
-	$(VPY) -m pip install --quiet --upgrade pip
-	$(VPY) -m pip install --quiet -r requirements.txt
-	$(VPY) -m pip install --quiet -r requirements-dev.txt
+	$(VPY) -m pip install --quiet pip==26.3
+	$(VPY) -m pip install --quiet -r requirements.txt -c constraints.txt
+	$(VPY) -m pip install --quiet -r requirements-dev.txt -c constraints.txt
 	$(VPY) -m pip uninstall --quiet --yes scikit-learn scipy  # site-packages held them before requirements-test-oracles.txt
 	$(VPY) -m pip install --quiet --upgrade --no-deps --target $(TEST_ORACLES) -r requirements-test-oracles.txt
 	touch $(STAMP)
