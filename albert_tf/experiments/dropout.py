@@ -1,6 +1,6 @@
 """The dropout experiment (paper section 4.8, Table 8): one model trained with dropout 0 and 0.1 (hidden and
-attention probabilities both) for the same steps, with held-out MLM accuracy curves over evenly spaced checkpoints
-and the final figures.
+attention probabilities both) for the same steps, with held-out MLM accuracy curves over evenly spaced checkpoints,
+the final figures and the downstream score (albert_tf.experiments.downstream: every arm is fine-tuned).
 
 The paper's claim is about its largest model: ALBERT-xxlarge, after 1M steps, still did not overfit its data, and
 removing dropout raised both its MLM accuracy and its downstream average (90.4 -> 90.7); the paper adds that
@@ -20,7 +20,9 @@ import numpy as np
 
 from albert_tf.config import AlbertConfig
 from albert_tf.experiments.runner import Arm, seed_results
-from albert_tf.experiments.verdicts import judge_difference, pretraining_summary, summary_text
+from albert_tf.experiments.verdicts import (DOWNSTREAM_SCORE, downstream_accuracies, downstream_baselines_text,
+                                            downstream_summary, judge_difference, pretraining_summary,
+                                            scored_downstream_tasks, summary_text)
 
 NAME = "dropout"
 RATES = (0.0, 0.1)
@@ -33,16 +35,18 @@ def _arm_name(rate: float) -> str:
 
 
 def dropout_arms(model: Mapping[str, object], vocab_size: int, seeds: Sequence[int]) -> List[Arm]:
-    """One arm per dropout rate and seed, all else from the same model."""
+    """One arm per dropout rate and seed, all else from the same model, all fine-tuned for the downstream score."""
     return [Arm(NAME, _arm_name(rate), seed,
                 AlbertConfig(vocab_size=vocab_size, **{**model, "hidden_dropout_prob": rate,
-                                                       "attention_probs_dropout_prob": rate}))
+                                                       "attention_probs_dropout_prob": rate}), downstream=True)
             for rate in RATES for seed in seeds]
 
 
 def dropout_section(results: Mapping[str, Mapping[str, object]], baselines: Mapping[str, float]) -> Dict[str, object]:
-    """The final figures beside the paper's, the curves (mean and seed spread per step), and the verdict."""
-    rows, arms, failed, lines = [], {}, [], {}
+    """The final figures beside the paper's, the curves (mean and seed spread per step), the downstream score and
+    the verdicts, on the final MLM accuracy and on the downstream score."""
+    downstream_tasks = scored_downstream_tasks(results)
+    rows, arms, failed, downstream_failed, lines = [], {}, [], [], {}
     for rate in RATES:
         arm = _arm_name(rate)
         arm_results = seed_results(results, NAME, arm)
@@ -54,29 +58,46 @@ def dropout_section(results: Mapping[str, Mapping[str, object]], baselines: Mapp
         curve = {"step": steps, "mean": curves.mean(axis=0).tolist(),
                  "sd": (curves.std(axis=0, ddof=1) if len(curves) > 1 else np.zeros(len(steps))).tolist()}
         lines[f"dropout {rate:g}"] = (steps, curve["mean"], curve["sd"])
-        arms[arm] = {"dropout": rate, **summary, "curve": curve}
+        downstream = downstream_summary(arm_results, downstream_tasks, baselines)
+        if downstream["downstream_status"] != "ok":
+            downstream_failed.append(arm)
+        arms[arm] = {"dropout": rate, **summary, "curve": curve, **downstream}
         along = ", ".join(f"{value:.3f}" for value in curve["mean"])
+        cells = "".join(f" {summary_text(downstream[f'downstream/{task}'])} |" for task in downstream_tasks)
+        run = f"pretraining {summary['status']}" + (
+            f"; downstream {downstream['downstream_status']}" if downstream_tasks else "")
         rows.append(f"| {rate:g} | {PAPER[rate]} | {summary_text(summary['masked_lm_accuracy'])} | "
-                    f"{summary_text(summary['sentence_order_accuracy'])} | {along} | {summary['status']} |")
+                    f"{summary_text(summary['sentence_order_accuracy'])} | {along} |{cells} {run} |")
     first, second = _arm_name(0.0), _arm_name(0.1)
-    if failed:
-        judged = {"verdict": f"not judged: failed run(s) {', '.join(failed)}"}
-    else:
-        judged = judge_difference(*([float(result["eval"]["masked_lm_accuracy"])
-                                     for result in seed_results(results, NAME, arm)] for arm in (first, second)),
-                                  expect_positive=True)
-    claims = {"removing_dropout_helps": {
-        "claim": "removing dropout helps at equal steps (final MLM: dropout 0 - dropout 0.1); the paper's claim is "
-                 "for ALBERT-xxlarge after 1M steps, which this scale cannot test",
-        "compared": [first, second], **judged}}
+    metrics = [("", "final MLM", lambda arm_results: [float(result["eval"]["masked_lm_accuracy"])
+                                                      for result in arm_results], failed)]
+    if DOWNSTREAM_SCORE in downstream_tasks:
+        metrics.append(("_downstream", f"downstream {DOWNSTREAM_SCORE} accuracy",
+                        lambda arm_results: downstream_accuracies(arm_results, DOWNSTREAM_SCORE),
+                        sorted(set(failed) | set(downstream_failed))))
+    claims = {}
+    for suffix, label, metric, metric_failed in metrics:
+        if metric_failed:
+            judged = {"verdict": f"not judged: failed run(s) {', '.join(metric_failed)}"}
+        else:
+            judged = judge_difference(*(metric(seed_results(results, NAME, arm)) for arm in (first, second)),
+                                      expect_positive=True)
+        claims["removing_dropout_helps" + suffix] = {
+            "claim": f"removing dropout helps at equal steps ({label}: dropout 0 - dropout 0.1); the paper's claim "
+                     "is for ALBERT-xxlarge after 1M steps, which this scale cannot test",
+            "compared": [first, second], **judged}
     steps_text = ", ".join(str(step) for step in lines["dropout 0"][0])
+    columns = "".join(f" our {task} dev acc |" for task in downstream_tasks)
     table = "\n".join([
         "| dropout | paper downstream avg | our held-out MLM acc | our held-out SOP acc | our MLM acc along the "
-        f"run (steps {steps_text}) | run |", "|---|---|---|---|---|---|", *rows, "",
+        f"run (steps {steps_text}) |{columns} run |", "|---|---|---|---|---|" + "---|" * len(downstream_tasks) + "---|",
+        *rows, "",
         "Paper (section 4.8, Table 8: ALBERT-xxlarge at 1M steps, which had not overfit its data): removing dropout "
         "raised the MLM accuracy and the downstream average (90.4 -> 90.7), and the paper calls for further "
-        "experiments. What this shows: the effect of dropout on held-out MLM accuracy for this model at equal "
-        "steps. What it cannot show: anything about the largest models, or downstream scores."])
+        "experiments. What this shows: the effect of dropout on held-out MLM accuracy and on a small downstream "
+        "task for this model at equal steps. What it cannot show: anything about the largest models."])
+    if downstream_tasks:
+        table += "\n\n" + downstream_baselines_text(downstream_tasks, baselines)
     return {"name": NAME, "title": "Dropout (paper section 4.8)", "table": table, "arms": arms, "claims": claims,
             "line_plots": [{"file": f"{NAME}_curves.png", "title": "Dropout (paper section 4.8)",
                             "xlabel": "training step", "ylabel": "held-out MLM accuracy (fraction)",

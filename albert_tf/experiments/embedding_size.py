@@ -3,8 +3,9 @@
 E takes the budget's own embedding size and its halvings, at most four values and none below MIN_EMBEDDING_SIZE:
 {16, 32, 64, 128} for a budget at E=128, {8, 16} at the smoke budget's E=16. The paper swept {64, 128, 256, 768} on
 ALBERT-base (H=768). Its claims: under all-shared, E=128 is best; not shared, a larger E is better, but not by much
-(+1.0 points from 64 to 768). Here the held-out MLM accuracy stands in for the downstream average, and the
-budget's E stands for the paper's 128, so "best at 128" is judged as "the budget's E beats the best smaller E".
+(+1.0 points from 64 to 768). Here the held-out MLM accuracy and the downstream score (albert_tf.experiments.
+downstream: every arm is fine-tuned) stand in for the downstream average, each judged, and the budget's E stands
+for the paper's 128, so "best at 128" is judged as "the budget's E beats the best smaller E".
 
 Example:
 >>> model = dict(embedding_size=128, hidden_size=256, num_hidden_layers=4, num_attention_heads=4,
@@ -15,11 +16,14 @@ Example:
 ['all_E16', 'all_E32']
 """
 
-from typing import Dict, List, Mapping, Sequence
+import statistics
+from typing import Callable, Dict, List, Mapping, Sequence
 
 from albert_tf.config import AlbertConfig
 from albert_tf.experiments.runner import Arm, seed_results
-from albert_tf.experiments.verdicts import judge_difference, pretraining_summary, summary_text
+from albert_tf.experiments.verdicts import (DOWNSTREAM_SCORE, downstream_accuracies, downstream_baselines_text,
+                                            downstream_summary, judge_difference, pretraining_summary,
+                                            scored_downstream_tasks, summary_text)
 
 NAME = "embedding_size"
 SHARE_TYPES = ("all", "none")
@@ -44,9 +48,11 @@ def _arm_name(share_type: str, size: int) -> str:
 
 
 def embedding_size_arms(model: Mapping[str, object], vocab_size: int, seeds: Sequence[int]) -> List[Arm]:
-    """One arm per share type, embedding size and seed, all else from the same model."""
+    """One arm per share type, embedding size and seed, all else from the same model, all fine-tuned for the
+    downstream score."""
     return [Arm(NAME, _arm_name(share_type, size), seed,
-                AlbertConfig(vocab_size=vocab_size, **{**model, "share_type": share_type, "embedding_size": size}))
+                AlbertConfig(vocab_size=vocab_size, **{**model, "share_type": share_type, "embedding_size": size}),
+                downstream=True)
             for share_type in SHARE_TYPES for size in embedding_sizes(model) for seed in seeds]
 
 
@@ -54,20 +60,31 @@ def _sizes_in(results: Mapping[str, Mapping[str, object]]) -> List[int]:
     return sorted({int(key.split("/")[1].split("_E")[1]) for key in results if key.startswith(f"{NAME}/")})
 
 
-def _judge(results, first: str, second: str, failed: Sequence[str]) -> Dict[str, object]:
+def _masked_lm_accuracies(arm_results: Sequence[Mapping[str, object]]) -> List[float]:
+    return [float(result["eval"]["masked_lm_accuracy"]) for result in arm_results]
+
+
+def _downstream_score(arm_results: Sequence[Mapping[str, object]]) -> List[float]:
+    return downstream_accuracies(arm_results, DOWNSTREAM_SCORE)
+
+
+def _judge(results, first: str, second: str, failed: Sequence[str],
+           metric: Callable[[Sequence[Mapping[str, object]]], List[float]]) -> Dict[str, object]:
     if first in failed or second in failed:
         return {"verdict": f"not judged: failed run(s) {', '.join(sorted({first, second} & set(failed)))}"}
-    return judge_difference(*([float(result["eval"]["masked_lm_accuracy"])
-                               for result in seed_results(results, NAME, arm)]
-                              for arm in (first, second)), expect_positive=True)
+    return judge_difference(*(metric(seed_results(results, NAME, arm)) for arm in (first, second)),
+                            expect_positive=True)
 
 
 def embedding_size_section(results: Mapping[str, Mapping[str, object]],
                            baselines: Mapping[str, float]) -> Dict[str, object]:
     """The table (the paper's figure beside ours where the paper swept the same E), the MLM-against-E lines and
-    the two claims' verdicts. An arm whose MLM accuracy is not above the majority baseline on every seed fails."""
+    the two claims' verdicts, on the MLM accuracy and on the downstream score. An arm whose MLM accuracy is not
+    above the majority baseline on every seed fails; its downstream run fails when a seed's score is not above the
+    task's majority baseline."""
     sizes = _sizes_in(results)
-    rows, arms, failed, lines = [], {}, [], {}
+    downstream_tasks = scored_downstream_tasks(results)
+    rows, arms, failed, downstream_failed, lines = [], {}, [], [], {}
     for share_type in SHARE_TYPES:
         means, spreads = [], []
         for size in sizes:
@@ -78,36 +95,52 @@ def embedding_size_section(results: Mapping[str, Mapping[str, object]],
                 failed.append(arm)
             means.append(summary["masked_lm_accuracy"]["mean"])
             spreads.append(summary["masked_lm_accuracy"]["sd"])
+            downstream = downstream_summary(arm_results, downstream_tasks, baselines)
+            if downstream["downstream_status"] != "ok":
+                downstream_failed.append(arm)
             arms[arm] = {"share_type": share_type, "embedding_size": size, "parameters": arm_results[0]["parameters"],
-                         **summary}
+                         **summary, **downstream}
             paper_parameters, paper_average = PAPER[share_type].get(size, ("-", "-"))
+            cells = "".join(f" {summary_text(downstream[f'downstream/{task}'])} |" for task in downstream_tasks)
+            run = f"pretraining {summary['status']}" + (
+                f"; downstream {downstream['downstream_status']}" if downstream_tasks else "")
             rows.append(f"| {SHARE_LABELS[share_type]} | {size} | {paper_parameters} | {paper_average} | "
                         f"{arms[arm]['parameters']:,} | {summary_text(summary['masked_lm_accuracy'])} | "
-                        f"{summary_text(summary['sentence_order_accuracy'])} | {summary['status']} |")
+                        f"{summary_text(summary['sentence_order_accuracy'])} |{cells} {run} |")
         lines[SHARE_LABELS[share_type]] = (sizes, means, spreads)
     largest, smallest = sizes[-1], sizes[0]
     claims = {}
-    if len(sizes) > 1:
-        best_smaller = max(sizes[:-1], key=lambda size: arms[_arm_name("all", size)]["masked_lm_accuracy"]["mean"])
-        claims["all_shared_best_at_budget_embedding_size"] = {
-            "claim": f"under all-shared, the budget's E={largest} (the paper's 128) is best (MLM: E={largest} - the "
-                     f"best smaller, E={best_smaller})",
+    metrics = [("", "MLM", _masked_lm_accuracies, failed)]
+    if DOWNSTREAM_SCORE in downstream_tasks:
+        metrics.append(("_downstream", f"downstream {DOWNSTREAM_SCORE} accuracy", _downstream_score,
+                        sorted(set(failed) | set(downstream_failed))))
+    for suffix, label, metric, metric_failed in metrics if len(sizes) > 1 else []:
+        means = {size: statistics.fmean(metric(seed_results(results, NAME, _arm_name("all", size))))
+                 for size in sizes[:-1]}
+        best_smaller = max(sizes[:-1], key=lambda size: means[size])
+        claims["all_shared_best_at_budget_embedding_size" + suffix] = {
+            "claim": f"under all-shared, the budget's E={largest} (the paper's 128) is best ({label}: E={largest} - "
+                     f"the best smaller, E={best_smaller})",
             "compared": [_arm_name("all", largest), _arm_name("all", best_smaller)],
-            **_judge(results, _arm_name("all", largest), _arm_name("all", best_smaller), failed)}
-        claims["not_shared_larger_is_better"] = {
-            "claim": f"not shared, a larger E is better (MLM: E={largest} - E={smallest}); the paper's gain is "
+            **_judge(results, _arm_name("all", largest), _arm_name("all", best_smaller), metric_failed, metric)}
+        claims["not_shared_larger_is_better" + suffix] = {
+            "claim": f"not shared, a larger E is better ({label}: E={largest} - E={smallest}); the paper's gain is "
                      "small, +1.0 points of downstream average from 64 to 768",
             "compared": [_arm_name("none", largest), _arm_name("none", smallest)],
-            **_judge(results, _arm_name("none", largest), _arm_name("none", smallest), failed)}
+            **_judge(results, _arm_name("none", largest), _arm_name("none", smallest), metric_failed, metric)}
     paper_text = "; ".join(f"{SHARE_LABELS[share_type]}: " + ", ".join(
         f"E={size} {parameters} {average}" for size, (parameters, average) in PAPER[share_type].items())
         for share_type in ("none", "all"))
+    columns = "".join(f" our {task} dev acc |" for task in downstream_tasks)
     table = "\n".join([
         "| share | E | paper params | paper downstream avg | our params | our held-out MLM acc | "
-        "our held-out SOP acc | run |", "|---|---|---|---|---|---|---|---|", *rows, "",
+        f"our held-out SOP acc |{columns} run |", "|---|---|---|---|---|---|---|" + "---|" * len(downstream_tasks)
+        + "---|", *rows, "",
         f"Paper (Table 3, ALBERT-base, H=768): {paper_text}. Our E values are the budget's E and its halvings; "
-        "the paper's figure is shown where it swept the same E. Held-out MLM accuracy stands in for the "
-        "downstream average."])
+        "the paper's figure is shown where it swept the same E. Held-out MLM accuracy and the downstream score "
+        "stand in for the downstream average."])
+    if downstream_tasks:
+        table += "\n\n" + downstream_baselines_text(downstream_tasks, baselines)
     return {"name": NAME, "title": "Embedding size (paper Table 3)", "table": table, "arms": arms,
             "claims": claims, "line_plots": [{
                 "file": f"{NAME}_mlm.png", "title": "Embedding size (paper Table 3)",

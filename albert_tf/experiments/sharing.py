@@ -25,7 +25,9 @@ from typing import Callable, Dict, List, Mapping, Sequence
 
 from albert_tf.config import AlbertConfig
 from albert_tf.experiments.runner import Arm, seed_results
-from albert_tf.experiments.verdicts import MIN_SEEDS, judge_difference, mean_and_spread, mean_text
+from albert_tf.experiments.verdicts import (DOWNSTREAM_SCORE, downstream_accuracies, downstream_baselines_text,
+                                            downstream_summary, judge_difference, mean_and_spread, mean_text,
+                                            scored_downstream_tasks, summary_text)
 
 NAME = "sharing"
 SHARE_TYPES = ("none", "attention", "ffn", "all")
@@ -33,7 +35,6 @@ SHARE_TYPES = ("none", "attention", "ffn", "all")
 PAPER = {"none": ("89M", 81.6), "attention": ("64M", 81.7), "ffn": ("38M", 80.2), "all": ("12M", 80.1)}
 # The paper gives no table for grouped sharing, only this sentence.
 PAPER_GROUPS = "the smaller the group size M, the better (no figures given)"
-DOWNSTREAM_SCORE = "documents"
 Metric = Callable[[Mapping[str, object]], float]
 
 
@@ -72,14 +73,7 @@ def _eval_metric(name: str) -> Metric:
 
 
 def _downstream_metric(task: str) -> Metric:
-    return lambda result: float(result["downstream"][task]["accuracy"])
-
-
-def _downstream_tasks(results: Mapping[str, Mapping[str, object]]) -> List[str]:
-    """The downstream tasks every arm has a score for, the document classification first."""
-    found = [set(result.get("downstream", {})) for result in results.values()]
-    common = set.intersection(*found) if found else set()
-    return sorted(common, key=lambda task: (task != DOWNSTREAM_SCORE, task))
+    return lambda result: downstream_accuracies([result], task)[0]
 
 
 def _judge(results, first: str, second: str, metric: Metric, failed: Sequence[str], text: str) -> Dict[str, object]:
@@ -125,16 +119,9 @@ def _arm_row(results, arm: str, downstream_tasks: Sequence[str], baselines: Mapp
     numbers = {"parameters": arm_results[0]["parameters"], "masked_lm_accuracy": mean_and_spread(mlm),
                "sentence_order_accuracy": mean_and_spread(sop),
                "status": "failed: not above the majority baseline" if failed else "ok"}
-    cells = [mean_text(mlm), mean_text(sop)]
-    downstream_failures = []
-    for task in downstream_tasks:
-        scores = [_downstream_metric(task)(result) for result in arm_results]
-        numbers[f"downstream/{task}"] = mean_and_spread(scores)
-        cells.append(mean_text(scores))
-        if any(score <= baselines[f"downstream/{task}"] for score in scores):
-            downstream_failures.append(task)
-    numbers["downstream_status"] = (
-        f"failed: {', '.join(downstream_failures)} not above the majority baseline" if downstream_failures else "ok")
+    numbers.update(downstream_summary(arm_results, downstream_tasks, baselines))
+    cells = [mean_text(mlm), mean_text(sop)] + [summary_text(numbers[f"downstream/{task}"])
+                                                for task in downstream_tasks]
     return numbers, cells
 
 
@@ -145,7 +132,7 @@ def sharing_section(results: Mapping[str, Mapping[str, object]], baselines: Mapp
     for the downstream claims, is one whose downstream score does not beat the task's majority baseline: the
     claims that use it are not judged.
     """
-    downstream_tasks = _downstream_tasks(results)
+    downstream_tasks = scored_downstream_tasks(results)
     columns = "".join(f" our {task} dev acc |" for task in downstream_tasks)
     numbers, rows, failed, downstream_failed = {}, [], [], []
 
@@ -203,10 +190,7 @@ def sharing_section(results: Mapping[str, Mapping[str, object]], baselines: Mapp
         f"| M (layers per group) | num_hidden_groups | arm | our params | our held-out MLM acc | our held-out SOP acc "
         f"|{columns} run |", "|---|---|---|---|---|---|" + downstream_header + "---|", *group_rows])
     if downstream_tasks:
-        table += "\n\nDownstream majority baselines (dev): " + ", ".join(
-            f"{task} {baselines[f'downstream/{task}']:.3f}" for task in downstream_tasks) + (
-            f". Claims judged on the downstream score use {DOWNSTREAM_SCORE}; with fewer than {MIN_SEEDS} seeds no "
-            "claim is judged.")
+        table += "\n\n" + downstream_baselines_text(downstream_tasks, baselines)
     for arm in numbers.values():
         del arm["cells"]
     return {"name": NAME, "title": "Cross-layer sharing (paper Table 4)", "table": table,

@@ -2,7 +2,9 @@
 
 Each arm is evaluated on the pure, balanced held-out sets (data_gen.sentence_pair_eval): masked-LM accuracy on the
 SOP set's masked positions, NSP accuracy on the NSP set, SOP accuracy on the SOP set; the paper's intrinsic 3x3
-table beside ours. The claims: a model trained on NSP is at chance on SOP, and one trained on SOP does well on NSP.
+table beside ours. Each is also fine-tuned for the downstream score (albert_tf.experiments.downstream), beside the
+paper's downstream average. The claims: a model trained on NSP is at chance on SOP, one trained on SOP does well on
+NSP, and SOP beats NSP and no sentence loss downstream (the paper: 80.1 against 79.2 and 79.0).
 
 Example:
 >>> model = dict(hidden_size=32, num_hidden_layers=2, num_attention_heads=2, intermediate_size=64)
@@ -14,7 +16,9 @@ from typing import Dict, List, Mapping, Sequence
 
 from albert_tf.config import AlbertConfig
 from albert_tf.experiments.runner import Arm
-from albert_tf.experiments.verdicts import judge_difference, mean_and_spread, mean_text
+from albert_tf.experiments.verdicts import (DOWNSTREAM_SCORE, downstream_accuracies, downstream_baselines_text,
+                                            downstream_summary, judge_difference, mean_and_spread, mean_text,
+                                            scored_downstream_tasks, summary_text)
 
 NAME = "sop_vs_nsp"
 # arm -> (training records, sentence loss weight); "none" trains the masked LM alone.
@@ -28,9 +32,11 @@ COLUMNS = (("masked_lm_accuracy", "sop", "masked_lm_accuracy", "masked_lm_pure",
 
 
 def sop_vs_nsp_arms(model: Mapping[str, object], vocab_size: int, seeds: Sequence[int]) -> List[Arm]:
-    """One arm per objective and seed, all from the same model (share_type as the model says)."""
+    """One arm per objective and seed, all from the same model (share_type as the model says), all fine-tuned for
+    the downstream score."""
     config = AlbertConfig(vocab_size=vocab_size, **model)
-    return [Arm(NAME, name, seed, config, train_data=train_data, sentence_loss_weight=weight, evaluate_pure_sets=True)
+    return [Arm(NAME, name, seed, config, train_data=train_data, sentence_loss_weight=weight, evaluate_pure_sets=True,
+                downstream=True)
             for name, (train_data, weight) in OBJECTIVES.items() for seed in seeds]
 
 
@@ -39,11 +45,21 @@ def _per_seed(results: Mapping[str, Mapping[str, object]], arm: str, pure_set: s
             if key.startswith(f"{NAME}/{arm}/")]
 
 
+def _judged(first: Sequence[float], second: Sequence[float], arms: Sequence[str],
+            failed: Sequence[str]) -> Dict[str, object]:
+    """judge_difference(first, second) for `arms`, unless one of them is a failed run."""
+    if set(arms) & set(failed):
+        return {"verdict": f"not judged: failed run(s) {', '.join(sorted(set(arms) & set(failed)))}"}
+    return judge_difference(first, second, True)
+
+
 def sop_vs_nsp_section(results: Mapping[str, Mapping[str, object]],
                        baselines: Mapping[str, float]) -> Dict[str, object]:
-    """The 3x3 table, the claims' verdicts and their numbers. An arm fails when, on some seed, its MLM accuracy or
-    the accuracy on the task it trained on is not above that set's majority baseline."""
-    rows, numbers, failed = [], {}, []
+    """The 3x3 table with the downstream score, the claims' verdicts and their numbers. An arm fails when, on some
+    seed, its MLM accuracy or the accuracy on the task it trained on is not above that set's majority baseline; its
+    downstream run fails when a seed's score is not above the task's majority baseline."""
+    downstream_tasks = scored_downstream_tasks(results)
+    rows, numbers, failed, downstream_failed = [], {}, [], []
     for arm in OBJECTIVES:
         values = {column: _per_seed(results, arm, pure_set, metric) for column, pure_set, metric, _, _ in COLUMNS}
         failures = [column for column, _, _, baseline, trained in COLUMNS
@@ -51,27 +67,46 @@ def sop_vs_nsp_section(results: Mapping[str, Mapping[str, object]],
         status = f"failed: {', '.join(failures)} not above the majority baseline" if failures else "ok"
         if failures:
             failed.append(arm)
-        numbers[arm] = {**{column: mean_and_spread(value) for column, value in values.items()}, "status": status}
+        arm_results = [result for key, result in sorted(results.items()) if key.startswith(f"{NAME}/{arm}/")]
+        downstream = downstream_summary(arm_results, downstream_tasks, baselines)
+        if downstream["downstream_status"] != "ok":
+            downstream_failed.append(arm)
+        numbers[arm] = {**{column: mean_and_spread(value) for column, value in values.items()}, "status": status,
+                        **downstream}
         paper = PAPER[arm]
-        ours = " | ".join(mean_text(values[column]) for column, *_ in COLUMNS)
-        rows.append(f"| {arm} | {paper[0]} | {paper[1]} | {paper[2]} | {paper[3]} | {ours} | {status} |")
+        ours = " | ".join([mean_text(values[column]) for column, *_ in COLUMNS] +
+                          [summary_text(downstream[f"downstream/{task}"]) for task in downstream_tasks])
+        run = f"pretraining {status}" + (f"; downstream {downstream['downstream_status']}" if downstream_tasks else "")
+        rows.append(f"| {arm} | {paper[0]} | {paper[1]} | {paper[2]} | {paper[3]} | {ours} | {run} |")
     claims = {}
     for claim, arm, other, pure_set, text in (
             ("nsp_does_not_solve_sop", "sop", "nsp", "sop",
              "NSP does not solve SOP (SOP accuracy: SOP-trained > NSP-trained)"),
             ("sop_solves_nsp", "sop", "none", "nsp",
              "SOP solves NSP well (NSP accuracy: SOP-trained > no sentence loss)")):
-        if arm in failed or other in failed:
-            judged = {"verdict": f"not judged: failed run(s) {', '.join(sorted({arm, other} & set(failed)))}"}
-        else:
-            judged = judge_difference(_per_seed(results, arm, pure_set, "sentence_order_accuracy"),
-                                      _per_seed(results, other, pure_set, "sentence_order_accuracy"), True)
-        claims[claim] = {"claim": text, "compared": [arm, other], **judged}
+        claims[claim] = {"claim": text, "compared": [arm, other], **_judged(
+            _per_seed(results, arm, pure_set, "sentence_order_accuracy"),
+            _per_seed(results, other, pure_set, "sentence_order_accuracy"), (arm, other), failed)}
+    if DOWNSTREAM_SCORE in downstream_tasks:
+        for other, paper_text in (("nsp", "80.1 against 79.2"), ("none", "80.1 against 79.0")):
+            claims[f"sop_beats_{other}_downstream"] = {
+                "claim": f"SOP beats {'NSP' if other == 'nsp' else 'no sentence loss'} downstream ({DOWNSTREAM_SCORE} "
+                         f"dev accuracy: SOP-trained > {other}-trained; the paper's average {paper_text})",
+                "compared": ["sop", other], **_judged(
+                    *(downstream_accuracies([result for key, result in sorted(results.items())
+                                             if key.startswith(f"{NAME}/{arm}/")], DOWNSTREAM_SCORE)
+                      for arm in ("sop", other)), ("sop", other), sorted(set(failed) | set(downstream_failed)))}
+    columns = "".join(f" our {task} dev acc |" for task in downstream_tasks)
     table = "\n".join([
         "| trained on | paper MLM | paper NSP | paper SOP | paper downstream avg | our MLM acc | our NSP acc "
-        "(pure set) | our SOP acc (pure set) | run |", "|---|---|---|---|---|---|---|---|---|", *rows,
+        f"(pure set) | our SOP acc (pure set) |{columns} run |",
+        "|---|---|---|---|---|---|---|---|" + "---|" * len(downstream_tasks) + "---|", *rows,
         f"| majority baseline | | | | | {baselines['masked_lm_pure']:.3f} | {baselines['nsp_pure']:.3f} | "
-        f"{baselines['sop_pure']:.3f} | |"])
+        f"{baselines['sop_pure']:.3f} |" + "".join(f" {baselines[f'downstream/{task}']:.3f} |"
+                                                   for task in downstream_tasks) + " |"])
+    if downstream_tasks:
+        table += "\n\n" + downstream_baselines_text(downstream_tasks, baselines)
     return {"name": NAME, "title": "Sentence objectives: none, NSP, SOP (paper Table 5)", "table": table,
             "arms": numbers, "claims": claims,
-            "plot_metrics": [(column, baseline, column.replace("_", " ")) for column, _, _, baseline, _ in COLUMNS]}
+            "plot_metrics": [(column, baseline, column.replace("_", " ")) for column, _, _, baseline, _ in COLUMNS]
+            + [(f"downstream/{task}", f"downstream/{task}", f"{task} dev accuracy") for task in downstream_tasks]}

@@ -15,10 +15,12 @@ Example:
 
 import math
 import statistics
-from typing import Dict, Mapping, Optional, Sequence
+from typing import Dict, List, Mapping, Optional, Sequence
 
 MIN_SEEDS = 3
 MASKED_LM_FAILED = "failed: MLM accuracy not above the majority baseline"
+# The downstream task the claims on the downstream score are judged on (albert_tf.experiments.downstream).
+DOWNSTREAM_SCORE = "documents"
 # The detectable difference: a two-sided test at this significance level, with this power.
 SIGNIFICANCE = 0.05
 POWER = 0.8
@@ -76,6 +78,54 @@ def pretraining_summary(arm_results: Sequence[Mapping[str, object]], masked_lm_b
     sop = [float(result["eval"]["sentence_order_accuracy"]) for result in arm_results]
     return {"masked_lm_accuracy": mean_and_spread(mlm), "sentence_order_accuracy": mean_and_spread(sop),
             "status": masked_lm_status(mlm, masked_lm_baseline)}
+
+
+def scored_downstream_tasks(results: Mapping[str, Mapping[str, object]]) -> List[str]:
+    """The downstream tasks every result of `results` has a score for, DOWNSTREAM_SCORE first.
+
+    Example:
+    >>> scored_downstream_tasks({"a": {"downstream": {"sst-2": {}, "documents": {}}}, "b": {"downstream": {
+    ...     "documents": {}, "sst-2": {}, "mnli": {}}}})
+    ['documents', 'sst-2']
+    """
+    found = [set(result.get("downstream", {})) for result in results.values()]
+    common = set.intersection(*found) if found else set()
+    return sorted(common, key=lambda task: (task != DOWNSTREAM_SCORE, task))
+
+
+def downstream_accuracies(arm_results: Sequence[Mapping[str, object]], task: str) -> List[float]:
+    """The dev accuracy on `task` of each seed's result."""
+    return [float(result["downstream"][task]["accuracy"]) for result in arm_results]
+
+
+def downstream_summary(arm_results: Sequence[Mapping[str, object]], tasks: Sequence[str],
+                       baselines: Mapping[str, float]) -> Dict[str, object]:
+    """Per task of `tasks` the dev accuracy over the seeds (mean_and_spread, as "downstream/<task>"), and
+    "downstream_status": "ok", or the tasks on which a seed is not above the task's majority baseline (a failed
+    downstream run).
+
+    Example:
+    >>> seeds = [{"downstream": {"documents": {"accuracy": 0.5}}}, {"downstream": {"documents": {"accuracy": 0.1}}}]
+    >>> downstream_summary(seeds, ["documents"], {"downstream/documents": 0.125})["downstream_status"]
+    'failed: documents not above the majority baseline'
+    """
+    summary, failures = {}, []
+    for task in tasks:
+        scores = downstream_accuracies(arm_results, task)
+        summary[f"downstream/{task}"] = mean_and_spread(scores)
+        if any(score <= baselines[f"downstream/{task}"] for score in scores):
+            failures.append(task)
+    summary["downstream_status"] = (f"failed: {', '.join(failures)} not above the majority baseline" if failures
+                                    else "ok")
+    return summary
+
+
+def downstream_baselines_text(tasks: Sequence[str], baselines: Mapping[str, float]) -> str:
+    """The sentence under a table with downstream columns: each task's dev majority baseline."""
+    return ("Downstream majority baselines (dev): " + ", ".join(
+        f"{task} {baselines[f'downstream/{task}']:.3f}" for task in tasks) +
+        f". Claims judged on the downstream score use {DOWNSTREAM_SCORE}; with fewer than {MIN_SEEDS} seeds no "
+        "claim is judged.")
 
 
 def judge_difference(first: Sequence[float], second: Sequence[float], expect_positive: bool) -> Dict[str, object]:

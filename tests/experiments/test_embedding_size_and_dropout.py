@@ -53,7 +53,8 @@ def test_embedding_size_judges_best_at_the_budgets_e_and_larger_is_better_not_sh
     larger = section["claims"]["not_shared_larger_is_better"]
     assert larger["verdict"] == "inside the noise" and larger["difference"] == pytest.approx(0.01)
     # The paper's figure sits beside ours where the paper swept the same E (64 and 128), a dash elsewhere.
-    assert "| all-shared | 128 | 12M | 80.1 | 128,000 | 0.310 ± 0.010 | 0.700 ± 0.000 | ok |" in section["table"]
+    assert "| all-shared | 128 | 12M | 80.1 | 128,000 | 0.310 ± 0.010 | 0.700 ± 0.000 | pretraining ok |" in section[
+        "table"]
     assert "| not shared | 16 | - | - | 16,001 |" in section["table"]
     sizes, means, _ = section["line_plots"][0]["lines"]["not shared"]
     assert sizes == [16, 32, 64, 128] and means[-1] == pytest.approx(0.32)
@@ -63,6 +64,37 @@ def test_embedding_size_judges_best_at_the_budgets_e_and_larger_is_better_not_sh
     assert failed["arms"]["all_E32"]["status"] == "failed: MLM accuracy not above the majority baseline"
     assert failed["claims"]["all_shared_best_at_budget_embedding_size"]["compared"] == ["all_E128", "all_E64"]
     assert failed["claims"]["all_shared_best_at_budget_embedding_size"]["verdict"] == "holds"
+
+
+def _with_downstream(results, accuracies):
+    """`results` with a documents dev accuracy per arm ({arm: [per seed]})."""
+    for key, result in results.items():
+        _, arm, seed = key.split("/")
+        result["downstream"] = {"documents": {"accuracy": accuracies[arm][int(seed[4:])]}}
+    return results
+
+
+def test_embedding_size_judges_both_claims_on_the_downstream_score_too():
+    mlm = {(share_type, size): [0.20, 0.21, 0.22] for share_type in ("all", "none") for size in (16, 32, 64, 128)}
+    scores = {f"{share_type}_E{size}": [0.50, 0.51, 0.52] for share_type in ("all", "none")
+              for size in (16, 32, 64, 128)}
+    scores["all_E64"] = [0.60, 0.61, 0.62]
+    scores["none_E128"] = [0.70, 0.71, 0.72]
+    baselines = {**BASELINES, "downstream/documents": 0.0625}
+    section = embedding_size.embedding_size_section(_with_downstream(_embedding_results(mlm), scores), baselines)
+    best = section["claims"]["all_shared_best_at_budget_embedding_size_downstream"]
+    assert best["compared"] == ["all_E128", "all_E64"] and best["verdict"] == "does not hold"
+    assert best["difference"] == pytest.approx(-0.10)
+    assert section["claims"]["not_shared_larger_is_better_downstream"]["verdict"] == "holds"
+    assert section["claims"]["all_shared_best_at_budget_embedding_size"]["verdict"] == "inside the noise"
+    assert ("| not shared | 128 | 89M | 81.7 | 128,001 | 0.210 ± 0.010 | 0.700 ± 0.000 | 0.710 ± 0.010 | pretraining "
+            "ok; downstream ok |") in section["table"]
+    assert "Downstream majority baselines (dev): documents 0.062." in section["table"]
+    scores["all_E16"] = [0.05, 0.5, 0.5]
+    failed = embedding_size.embedding_size_section(_with_downstream(_embedding_results(mlm), scores), baselines)
+    assert failed["arms"]["all_E16"]["downstream_status"] == "failed: documents not above the majority baseline"
+    assert failed["claims"]["all_shared_best_at_budget_embedding_size"]["verdict"] == "inside the noise"
+    assert failed["claims"]["not_shared_larger_is_better_downstream"]["verdict"] == "holds"
 
 
 def _dropout_results(curves):
@@ -96,8 +128,17 @@ def test_dropout_section_has_curves_final_figures_and_a_verdict(tmp_path):
     assert claim["verdict"] == "holds" and claim["difference"] == pytest.approx(0.10)
     assert section["arms"]["dropout0.1"]["curve"]["mean"] == pytest.approx([0.1, 0.15, 0.2, 0.31])
     assert section["arms"]["dropout0.1"]["curve"]["sd"][-1] == pytest.approx(0.01)
-    assert "| 0.1 | 90.4 | 0.310 ± 0.010 | 0.700 ± 0.000 | 0.100, 0.150, 0.200, 0.310 | ok |" in section["table"]
+    assert ("| 0.1 | 90.4 | 0.310 ± 0.010 | 0.700 ± 0.000 | 0.100, 0.150, 0.200, 0.310 | pretraining ok |"
+            in section["table"])
     assert "(steps 10, 20, 30, 40)" in section["table"] and "cannot show" in section["table"]
+    assert "removing_dropout_helps_downstream" not in section["claims"]
+    with_downstream = dropout.dropout_section(_with_downstream(
+        _dropout_results(curves), {"dropout0": [0.3, 0.3, 0.3], "dropout0.1": [0.4, 0.41, 0.42]}),
+        {**BASELINES, "downstream/documents": 0.25})
+    downstream_claim = with_downstream["claims"]["removing_dropout_helps_downstream"]
+    assert downstream_claim["verdict"] == "does not hold" and downstream_claim["difference"] == pytest.approx(-0.11)
+    assert with_downstream["claims"]["removing_dropout_helps"]["verdict"] == "holds"
+    assert "| 0.300 ± 0.000 | pretraining ok; downstream ok |" in with_downstream["table"]
     reversed_curves = {0.0: curves[0.1], 0.1: curves[0.0]}
     assert dropout.dropout_section(_dropout_results(reversed_curves), BASELINES)["claims"][
         "removing_dropout_helps"]["verdict"] == "does not hold"

@@ -199,8 +199,32 @@ def test_sop_vs_nsp_fails_an_arm_only_on_what_it_trained_on_and_judges_the_claim
     failed = sop_vs_nsp.sop_vs_nsp_section(_pure_results(seeds), BASELINES)
     assert failed["arms"]["sop"]["status"] == "failed: sop_accuracy not above the majority baseline"
     assert failed["claims"]["sop_solves_nsp"]["verdict"] == "not judged: failed run(s) sop"
-    assert ("| sop | 54.0 | 78.9 | 86.5 | 80.1 | 0.200 ± 0.000 | 0.500 ± 0.000 | 0.500 ± 0.000 | failed"
+    assert ("| sop | 54.0 | 78.9 | 86.5 | 80.1 | 0.200 ± 0.000 | 0.500 ± 0.000 | 0.500 ± 0.000 | pretraining failed"
             in failed["table"])
+    assert not [claim for claim in section["claims"] if claim.endswith("_downstream")]
+
+
+def test_sop_vs_nsp_judges_the_downstream_score_and_fails_a_run_not_above_its_baseline():
+    seeds = {"none": [(0.20, 0.50, 0.50)] * 3, "nsp": [(0.20, 0.80, 0.50)] * 3, "sop": [(0.20, 0.70, 0.80)] * 3}
+    downstream = {"none": [0.40, 0.42, 0.41], "nsp": [0.50, 0.52, 0.51], "sop": [0.45, 0.47, 0.46]}
+    results = _pure_results(seeds)
+    for key, result in results.items():
+        _, arm, seed = key.split("/")
+        result["downstream"] = {"documents": {"accuracy": downstream[arm][int(seed[4:])]}}
+    baselines = {**BASELINES, "downstream/documents": 0.25}
+    section = sop_vs_nsp.sop_vs_nsp_section(results, baselines)
+    assert section["claims"]["sop_beats_nsp_downstream"]["verdict"] == "does not hold"
+    assert section["claims"]["sop_beats_nsp_downstream"]["difference"] == pytest.approx(-0.05)
+    assert section["claims"]["sop_beats_none_downstream"]["verdict"] == "holds"
+    assert section["arms"]["sop"]["downstream/documents"]["mean"] == pytest.approx(0.46)
+    assert ("| sop | 54.0 | 78.9 | 86.5 | 80.1 | 0.200 ± 0.000 | 0.700 ± 0.000 | 0.800 ± 0.000 | 0.460 ± 0.010 | "
+            "pretraining ok; downstream ok |") in section["table"]
+    assert "| majority baseline | | | | | 0.050 | 0.500 | 0.500 | 0.250 | |" in section["table"]
+    assert "Downstream majority baselines (dev): documents 0.250." in section["table"]
+    failed = sop_vs_nsp.sop_vs_nsp_section(results, {**baselines, "downstream/documents": 0.405})
+    assert failed["arms"]["none"]["downstream_status"] == "failed: documents not above the majority baseline"
+    assert failed["claims"]["sop_beats_none_downstream"]["verdict"] == "not judged: failed run(s) none"
+    assert failed["claims"]["sop_beats_nsp_downstream"]["verdict"] == "does not hold"
 
 
 def _transition_results(l2_by_share_type, mlm=0.2):
