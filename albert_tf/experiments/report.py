@@ -20,9 +20,13 @@ REPORT_NAME = "REPORT.md"
 RESULTS_NAME = "results.json"
 
 
-def report_text(sections: Sequence[Mapping[str, object]], scale: str, baselines: Mapping[str, float]) -> str:
-    """The Markdown report: the scale, the majority baselines, then one table and its verdicts per experiment."""
+def report_text(sections: Sequence[Mapping[str, object]], scale: str, baselines: Mapping[str, float],
+                limits: str = "") -> str:
+    """The Markdown report: the scale, what it cannot show (`limits`), the majority baselines, then one table and
+    its verdicts per experiment."""
     lines = ["# Reproducing ALBERT's claims", "", f"**Scale.** {scale}", ""]
+    if limits:
+        lines += [f"**What this scale cannot show.** {limits}", ""]
     if baselines:  # none when nothing was trained (speed alone)
         lines += [f"**Majority baselines.** MLM accuracy {baselines['masked_lm']:.3f} (always the most frequent "
                   "masked token of the training data); on the original generator's held-out SOP records (a "
@@ -121,7 +125,7 @@ def plot_bars(spec: Mapping[str, object], path: str) -> str:
 
 
 def write_report(output_dir: str, sections: Sequence[Dict[str, object]], results: Mapping[str, object],
-                 scale: str, baselines: Mapping[str, float]) -> Dict[str, str]:
+                 scale: str, baselines: Mapping[str, float], limits: str = "") -> Dict[str, str]:
     """Writes the plots, REPORT.md and results.json (arm -> seed -> metric, what was measured without training
     (the speed experiment's models), and per claim the numbers used)."""
     for section in sections:
@@ -142,7 +146,7 @@ def write_report(output_dir: str, sections: Sequence[Dict[str, object]], results
             plot_learning_curves(learning_curves, section["title"], os.path.join(output_dir, section["plots"][-1]))
     report_path = os.path.join(output_dir, REPORT_NAME)
     with open(report_path, "w", encoding="utf-8") as handle:
-        handle.write(report_text(sections, scale, baselines))
+        handle.write(report_text(sections, scale, baselines, limits))
     arms: Dict[str, Dict[str, Dict[str, object]]] = {}
     for key, result in results.items():
         experiment, arm, seed = key.split("/")
@@ -159,7 +163,7 @@ def write_report(output_dir: str, sections: Sequence[Dict[str, object]], results
         for name, values in result.get("curve", {}).items():
             metrics[f"curve/{name}"] = values
         arms.setdefault(f"{experiment}/{arm}", {})[seed] = metrics
-    document = {"scale": scale, "baselines": dict(baselines), "arms": arms,
+    document = {"scale": scale, "limits": limits, "baselines": dict(baselines), "arms": arms,
                 "measurements": {key: value for section in sections
                                  for key, value in section.get("measurements", {}).items()},
                 "claims": {f"{section['name']}/{claim}": numbers for section in sections

@@ -9,7 +9,7 @@ from albert_tf.config import AlbertConfig
 from albert_tf.experiments import embedding_size, speed
 from albert_tf.experiments.budgets import budget_for
 from albert_tf.experiments.pretraining_data import PretrainingData
-from albert_tf.experiments.reproduce import EXPERIMENT_NAMES, EXPERIMENTS
+from albert_tf.experiments.reproduce import EXPERIMENT_NAMES, EXPERIMENTS, _limits_text
 from albert_tf.experiments.runner import ARM_RESULT_NAME, _pretraining_options, run_arm
 from albert_tf.models.param_count import encoder_parameters
 from tests.helpers import write_pretraining_records
@@ -68,3 +68,12 @@ def test_the_full_budget_starts_training(tmp_path):
     assert (tmp_path / "arm" / ARM_RESULT_NAME).exists()
     assert result["parameters"] == 11_683_584
     assert result["curve"]["step"] == [1]
+
+
+def test_the_report_says_what_each_budgets_scale_cannot_show():
+    full, small = _limits_text(FULL), _limits_text(budget_for("small"))
+    assert "The model, the data's size and the steps are the paper's; the downstream tasks are not." in full
+    assert "fraction of ALBERT-base's size" in small and "the steps are the paper's" not in small
+    for text in (full, small):
+        assert "'inside the noise' says this run could not resolve a difference, not that the paper's claim is false" \
+            in text

@@ -88,7 +88,8 @@ def test_smoke_budget_on_a_corpus_stops_on_sigterm_resumes_writes_every_table_pl
                   "## Embedding size (paper Table 3)", "| share | E | paper params |", "## Dropout (paper section 4.8)",
                   "| dropout | paper downstream avg |", "## Speed and memory (paper Table 2)",
                   "| model | paper params | paper speedup |", "tiny shapes: the models' widths / 32",
-                  f"corpus: {corpus}"):
+                  f"corpus: {corpus}", "**What this scale cannot show.** The paper's figures are downstream averages",
+                  "Ours come from a model a fraction of ALBERT-base's size"):
         assert title in report
     assert "| 1 | 2 | none (the not-shared arm, reused) |" in report
     assert "| 2 | 1 | all (the all-shared arm, reused) |" in report
