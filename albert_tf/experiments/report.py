@@ -22,8 +22,8 @@ RESULTS_NAME = "results.json"
 
 def report_text(sections: Sequence[Mapping[str, object]], scale: str, baselines: Mapping[str, float],
                 limits: str = "") -> str:
-    """The Markdown report: the scale, what it cannot show (`limits`), the majority baselines, then one table and
-    its verdicts per experiment."""
+    """The Markdown report: the scale, what it cannot show (`limits`), the majority baselines, every claim's verdict
+    in one table, then one table and its verdicts per experiment."""
     lines = ["# Reproducing ALBERT's claims", "", f"**Scale.** {scale}", ""]
     if limits:
         lines += [f"**What this scale cannot show.** {limits}", ""]
@@ -39,6 +39,8 @@ def report_text(sections: Sequence[Mapping[str, object]], scale: str, baselines:
               "the noise. Beside it stands the difference detectable at 80% power by a two-sided two-sample test at "
               "the 5% level, (z_0.975 + z_0.8) x sd x sqrt(2 / seeds), from normal quantiles "
               "(at 3 seeds a t-test needs about a third more).", ""]
+    if any(section["claims"] for section in sections):
+        lines += ["## Verdicts", "", verdict_table(sections), ""]
     for section in sections:
         lines += [f"## {section['title']}", "", section["table"], ""]
         if section.get("reused"):
@@ -58,6 +60,27 @@ def report_text(sections: Sequence[Mapping[str, object]], scale: str, baselines:
             lines += ["", f"![{section['title']}]({plot})"]
         lines.append("")
     return "\n".join(lines)
+
+
+def verdict_table(sections: Sequence[Mapping[str, object]]) -> str:
+    """One row per claim of every section: the experiment, the claim, the verdict and, where the verdict compared
+    seeds, the difference with its seed spread and the difference detectable at 80% power.
+
+    Example:
+    >>> claims = {"x": {"claim": "A beats B (MLM)", "verdict": "inside the noise", "difference": 0.001,
+    ...                 "spread": 0.002, "detectable_difference": 0.004}}
+    >>> print(verdict_table([{"title": "Sharing (Table 4)", "claims": claims}]).splitlines()[-1])
+    | Sharing (Table 4) | A beats B (MLM) | **inside the noise** | +0.0010 | 0.0020 | 0.0040 |
+    """
+    rows = ["| experiment | claim | verdict | difference | seed spread | detectable at 80% power |",
+            "|---|---|---|---|---|---|"]
+    for section in sections:
+        for claim in section["claims"].values():
+            numbers = [f"{claim['difference']:+.4f}", f"{claim['spread']:.4f}",
+                       "-" if claim.get("detectable_difference") is None else f"{claim['detectable_difference']:.4f}"
+                       ] if "difference" in claim else ["-", "-", "-"]
+            rows.append(f"| {section['title']} | {claim['claim']} | **{claim['verdict']}** | {' | '.join(numbers)} |")
+    return "\n".join(rows)
 
 
 def plot_arm_accuracies(section: Mapping[str, object], baselines: Mapping[str, float], path: str) -> str:

@@ -82,7 +82,8 @@ def test_smoke_budget_on_a_corpus_stops_on_sigterm_resumes_writes_every_table_pl
     assert "trainings: 0 finished and kept, 9 to run" in first.stderr
     assert f"Training from step {step} to 40" in first.stderr
     report = open(os.path.join(output_dir, "REPORT.md"), encoding="utf-8").read()
-    for title in ("## Cross-layer sharing (paper Table 4)", "| share_type | paper params |",
+    for title in ("## Verdicts", "| experiment | claim | verdict | difference | seed spread |",
+                  "## Cross-layer sharing (paper Table 4)", "| share_type | paper params |",
                   "## Sentence objectives: none, NSP, SOP (paper Table 5)", "| trained on | paper MLM |",
                   "| majority baseline |", "## Layer transitions (paper Figure 2)", "| depth | all-shared: L2",
                   "## Embedding size (paper Table 3)", "| share | E | paper params |", "## Dropout (paper section 4.8)",

@@ -151,6 +151,11 @@ def test_the_report_has_every_table_plot_and_results_key(tmp_path):
     paths = write_report(str(tmp_path), [section], results, scale="made up", baselines=baselines)
     report = open(paths["report"], encoding="utf-8").read()
     assert "## Cross-layer sharing (paper Table 4)" in report
+    # Every claim once more in the table of verdicts at the top, with the numbers it was judged on.
+    assert report.index("## Verdicts") < report.index("## Cross-layer sharing (paper Table 4)")
+    assert ("| Cross-layer sharing (paper Table 4) | sharing the attention costs nothing (MLM: attention-shared >= not "
+            "shared) | **inside the noise** | -0.0200 | 0.0265 | 0.0605 |") in report
+    assert report.count("| Cross-layer sharing (paper Table 4) |") == len(section["claims"])
     assert ("attention-shared >= not shared): **inside the noise** (difference -0.0200, seed spread 0.0265, "
             "detectable at 80% power 0.0605)") in report
     assert os.path.getsize(tmp_path / "sharing_accuracy.png") > 1000
