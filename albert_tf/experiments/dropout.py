@@ -21,7 +21,8 @@ import numpy as np
 from albert_tf.config import AlbertConfig
 from albert_tf.experiments.runner import Arm, seed_results
 from albert_tf.experiments.verdicts import (DOWNSTREAM_SCORE, downstream_accuracies, downstream_baselines_text,
-                                            downstream_summary, judge_difference, pretraining_summary,
+                                            downstream_columns, downstream_summary, judge_unless_failed,
+                                            masked_lm_accuracies, pretraining_summary, run_status_text,
                                             scored_downstream_tasks, summary_text)
 
 NAME = "dropout"
@@ -64,30 +65,25 @@ def dropout_section(results: Mapping[str, Mapping[str, object]], baselines: Mapp
         arms[arm] = {"dropout": rate, **summary, "curve": curve, **downstream}
         along = ", ".join(f"{value:.3f}" for value in curve["mean"])
         cells = "".join(f" {summary_text(downstream[f'downstream/{task}'])} |" for task in downstream_tasks)
-        run = f"pretraining {summary['status']}" + (
-            f"; downstream {downstream['downstream_status']}" if downstream_tasks else "")
         rows.append(f"| {rate:g} | {PAPER[rate]} | {summary_text(summary['masked_lm_accuracy'])} | "
-                    f"{summary_text(summary['sentence_order_accuracy'])} | {along} |{cells} {run} |")
+                    f"{summary_text(summary['sentence_order_accuracy'])} | {along} |{cells} "
+                    f"{run_status_text(arms[arm], downstream_tasks)} |")
     first, second = _arm_name(0.0), _arm_name(0.1)
-    metrics = [("", "final MLM", lambda arm_results: [float(result["eval"]["masked_lm_accuracy"])
-                                                      for result in arm_results], failed)]
+    metrics = [("", "final MLM", masked_lm_accuracies, failed)]
     if DOWNSTREAM_SCORE in downstream_tasks:
         metrics.append(("_downstream", f"downstream {DOWNSTREAM_SCORE} accuracy",
                         lambda arm_results: downstream_accuracies(arm_results, DOWNSTREAM_SCORE),
-                        sorted(set(failed) | set(downstream_failed))))
+                        failed + downstream_failed))
     claims = {}
     for suffix, label, metric, metric_failed in metrics:
-        if metric_failed:
-            judged = {"verdict": f"not judged: failed run(s) {', '.join(metric_failed)}"}
-        else:
-            judged = judge_difference(*(metric(seed_results(results, NAME, arm)) for arm in (first, second)),
-                                      expect_positive=True)
+        judged = judge_unless_failed(*(metric(seed_results(results, NAME, arm)) for arm in (first, second)),
+                                     (first, second), metric_failed)
         claims["removing_dropout_helps" + suffix] = {
             "claim": f"removing dropout helps at equal steps ({label}: dropout 0 - dropout 0.1); the paper's claim "
                      "is for ALBERT-xxlarge after 1M steps, which this scale cannot test",
             "compared": [first, second], **judged}
     steps_text = ", ".join(str(step) for step in lines["dropout 0"][0])
-    columns = "".join(f" our {task} dev acc |" for task in downstream_tasks)
+    columns = downstream_columns(downstream_tasks)
     table = "\n".join([
         "| dropout | paper downstream avg | our held-out MLM acc | our held-out SOP acc | our MLM acc along the "
         f"run (steps {steps_text}) |{columns} run |", "|---|---|---|---|---|" + "---|" * len(downstream_tasks) + "---|",

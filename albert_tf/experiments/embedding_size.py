@@ -22,7 +22,8 @@ from typing import Callable, Dict, List, Mapping, Sequence
 from albert_tf.config import AlbertConfig
 from albert_tf.experiments.runner import Arm, seed_results
 from albert_tf.experiments.verdicts import (DOWNSTREAM_SCORE, downstream_accuracies, downstream_baselines_text,
-                                            downstream_summary, judge_difference, pretraining_summary,
+                                            downstream_columns, downstream_summary, judge_unless_failed,
+                                            masked_lm_accuracies, pretraining_summary, run_status_text,
                                             scored_downstream_tasks, summary_text)
 
 NAME = "embedding_size"
@@ -60,20 +61,14 @@ def _sizes_in(results: Mapping[str, Mapping[str, object]]) -> List[int]:
     return sorted({int(key.split("/")[1].split("_E")[1]) for key in results if key.startswith(f"{NAME}/")})
 
 
-def _masked_lm_accuracies(arm_results: Sequence[Mapping[str, object]]) -> List[float]:
-    return [float(result["eval"]["masked_lm_accuracy"]) for result in arm_results]
-
-
 def _downstream_score(arm_results: Sequence[Mapping[str, object]]) -> List[float]:
     return downstream_accuracies(arm_results, DOWNSTREAM_SCORE)
 
 
 def _judge(results, first: str, second: str, failed: Sequence[str],
            metric: Callable[[Sequence[Mapping[str, object]]], List[float]]) -> Dict[str, object]:
-    if first in failed or second in failed:
-        return {"verdict": f"not judged: failed run(s) {', '.join(sorted({first, second} & set(failed)))}"}
-    return judge_difference(*(metric(seed_results(results, NAME, arm)) for arm in (first, second)),
-                            expect_positive=True)
+    return judge_unless_failed(*(metric(seed_results(results, NAME, arm)) for arm in (first, second)),
+                               (first, second), failed)
 
 
 def embedding_size_section(results: Mapping[str, Mapping[str, object]],
@@ -102,18 +97,17 @@ def embedding_size_section(results: Mapping[str, Mapping[str, object]],
                          **summary, **downstream}
             paper_parameters, paper_average = PAPER[share_type].get(size, ("-", "-"))
             cells = "".join(f" {summary_text(downstream[f'downstream/{task}'])} |" for task in downstream_tasks)
-            run = f"pretraining {summary['status']}" + (
-                f"; downstream {downstream['downstream_status']}" if downstream_tasks else "")
             rows.append(f"| {SHARE_LABELS[share_type]} | {size} | {paper_parameters} | {paper_average} | "
                         f"{arms[arm]['parameters']:,} | {summary_text(summary['masked_lm_accuracy'])} | "
-                        f"{summary_text(summary['sentence_order_accuracy'])} |{cells} {run} |")
+                        f"{summary_text(summary['sentence_order_accuracy'])} |{cells} "
+                        f"{run_status_text(arms[arm], downstream_tasks)} |")
         lines[SHARE_LABELS[share_type]] = (sizes, means, spreads)
     largest, smallest = sizes[-1], sizes[0]
     claims = {}
-    metrics = [("", "MLM", _masked_lm_accuracies, failed)]
+    metrics = [("", "MLM", masked_lm_accuracies, failed)]
     if DOWNSTREAM_SCORE in downstream_tasks:
         metrics.append(("_downstream", f"downstream {DOWNSTREAM_SCORE} accuracy", _downstream_score,
-                        sorted(set(failed) | set(downstream_failed))))
+                        failed + downstream_failed))
     for suffix, label, metric, metric_failed in metrics if len(sizes) > 1 else []:
         means = {size: statistics.fmean(metric(seed_results(results, NAME, _arm_name("all", size))))
                  for size in sizes[:-1]}
@@ -131,7 +125,7 @@ def embedding_size_section(results: Mapping[str, Mapping[str, object]],
     paper_text = "; ".join(f"{SHARE_LABELS[share_type]}: " + ", ".join(
         f"E={size} {parameters} {average}" for size, (parameters, average) in PAPER[share_type].items())
         for share_type in ("none", "all"))
-    columns = "".join(f" our {task} dev acc |" for task in downstream_tasks)
+    columns = downstream_columns(downstream_tasks)
     table = "\n".join([
         "| share | E | paper params | paper downstream avg | our params | our held-out MLM acc | "
         f"our held-out SOP acc |{columns} run |", "|---|---|---|---|---|---|---|" + "---|" * len(downstream_tasks)

@@ -26,8 +26,9 @@ from typing import Callable, Dict, List, Mapping, Sequence
 from albert_tf.config import AlbertConfig
 from albert_tf.experiments.runner import Arm, seed_results
 from albert_tf.experiments.verdicts import (DOWNSTREAM_SCORE, downstream_accuracies, downstream_baselines_text,
-                                            downstream_summary, judge_difference, mean_and_spread, mean_text,
-                                            scored_downstream_tasks, summary_text)
+                                            downstream_columns, downstream_summary, judge_unless_failed,
+                                            mean_and_spread, mean_text, run_status_text, scored_downstream_tasks,
+                                            summary_text)
 
 NAME = "sharing"
 SHARE_TYPES = ("none", "attention", "ffn", "all")
@@ -78,12 +79,9 @@ def _downstream_metric(task: str) -> Metric:
 
 def _judge(results, first: str, second: str, metric: Metric, failed: Sequence[str], text: str) -> Dict[str, object]:
     """The claim "first beats second on metric"; not judged when either run failed."""
-    if first in failed or second in failed:
-        judged = {"verdict": f"not judged: failed run(s) {', '.join(sorted({first, second} & set(failed)))}"}
-    else:
-        judged = judge_difference([metric(result) for result in seed_results(results, NAME, first)],
-                                  [metric(result) for result in seed_results(results, NAME, second)], True)
-    return {"claim": text, "compared": [first, second], **judged}
+    return {"claim": text, "compared": [first, second], **judge_unless_failed(
+        [metric(result) for result in seed_results(results, NAME, first)],
+        [metric(result) for result in seed_results(results, NAME, second)], (first, second), failed)}
 
 
 def _judge_ordering(results, arms: Sequence[str], labels: Sequence[str], metric: Metric, failed: Sequence[str],
@@ -133,7 +131,7 @@ def sharing_section(results: Mapping[str, Mapping[str, object]], baselines: Mapp
     claims that use it are not judged.
     """
     downstream_tasks = scored_downstream_tasks(results)
-    columns = "".join(f" our {task} dev acc |" for task in downstream_tasks)
+    columns = downstream_columns(downstream_tasks)
     numbers, rows, failed, downstream_failed = {}, [], [], []
 
     def add(arm):
@@ -147,8 +145,7 @@ def sharing_section(results: Mapping[str, Mapping[str, object]], baselines: Mapp
         return numbers[arm]
 
     def run_text(arm):
-        status = f"pretraining {numbers[arm]['status']}"
-        return status + (f"; downstream {numbers[arm]['downstream_status']}" if downstream_tasks else "")
+        return run_status_text(numbers[arm], downstream_tasks)
 
     for share_type in SHARE_TYPES:
         arm = add(share_type)

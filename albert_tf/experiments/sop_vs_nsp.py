@@ -15,10 +15,11 @@ Example:
 from typing import Dict, List, Mapping, Sequence
 
 from albert_tf.config import AlbertConfig
-from albert_tf.experiments.runner import Arm
+from albert_tf.experiments.runner import Arm, seed_results
 from albert_tf.experiments.verdicts import (DOWNSTREAM_SCORE, downstream_accuracies, downstream_baselines_text,
-                                            downstream_summary, judge_difference, mean_and_spread, mean_text,
-                                            scored_downstream_tasks, summary_text)
+                                            downstream_columns, downstream_summary, judge_unless_failed,
+                                            mean_and_spread, mean_text, run_status_text, scored_downstream_tasks,
+                                            summary_text)
 
 NAME = "sop_vs_nsp"
 # arm -> (training records, sentence loss weight); "none" trains the masked LM alone.
@@ -41,16 +42,7 @@ def sop_vs_nsp_arms(model: Mapping[str, object], vocab_size: int, seeds: Sequenc
 
 
 def _per_seed(results: Mapping[str, Mapping[str, object]], arm: str, pure_set: str, metric: str) -> List[float]:
-    return [float(result["pure_eval"][pure_set][metric]) for key, result in sorted(results.items())
-            if key.startswith(f"{NAME}/{arm}/")]
-
-
-def _judged(first: Sequence[float], second: Sequence[float], arms: Sequence[str],
-            failed: Sequence[str]) -> Dict[str, object]:
-    """judge_difference(first, second) for `arms`, unless one of them is a failed run."""
-    if set(arms) & set(failed):
-        return {"verdict": f"not judged: failed run(s) {', '.join(sorted(set(arms) & set(failed)))}"}
-    return judge_difference(first, second, True)
+    return [float(result["pure_eval"][pure_set][metric]) for result in seed_results(results, NAME, arm)]
 
 
 def sop_vs_nsp_section(results: Mapping[str, Mapping[str, object]],
@@ -67,8 +59,7 @@ def sop_vs_nsp_section(results: Mapping[str, Mapping[str, object]],
         status = f"failed: {', '.join(failures)} not above the majority baseline" if failures else "ok"
         if failures:
             failed.append(arm)
-        arm_results = [result for key, result in sorted(results.items()) if key.startswith(f"{NAME}/{arm}/")]
-        downstream = downstream_summary(arm_results, downstream_tasks, baselines)
+        downstream = downstream_summary(seed_results(results, NAME, arm), downstream_tasks, baselines)
         if downstream["downstream_status"] != "ok":
             downstream_failed.append(arm)
         numbers[arm] = {**{column: mean_and_spread(value) for column, value in values.items()}, "status": status,
@@ -76,15 +67,15 @@ def sop_vs_nsp_section(results: Mapping[str, Mapping[str, object]],
         paper = PAPER[arm]
         ours = " | ".join([mean_text(values[column]) for column, *_ in COLUMNS] +
                           [summary_text(downstream[f"downstream/{task}"]) for task in downstream_tasks])
-        run = f"pretraining {status}" + (f"; downstream {downstream['downstream_status']}" if downstream_tasks else "")
-        rows.append(f"| {arm} | {paper[0]} | {paper[1]} | {paper[2]} | {paper[3]} | {ours} | {run} |")
+        rows.append(f"| {arm} | {paper[0]} | {paper[1]} | {paper[2]} | {paper[3]} | {ours} | "
+                    f"{run_status_text(numbers[arm], downstream_tasks)} |")
     claims = {}
     for claim, arm, other, pure_set, text in (
             ("nsp_does_not_solve_sop", "sop", "nsp", "sop",
              "NSP does not solve SOP (SOP accuracy: SOP-trained > NSP-trained)"),
             ("sop_solves_nsp", "sop", "none", "nsp",
              "SOP solves NSP well (NSP accuracy: SOP-trained > no sentence loss)")):
-        claims[claim] = {"claim": text, "compared": [arm, other], **_judged(
+        claims[claim] = {"claim": text, "compared": [arm, other], **judge_unless_failed(
             _per_seed(results, arm, pure_set, "sentence_order_accuracy"),
             _per_seed(results, other, pure_set, "sentence_order_accuracy"), (arm, other), failed)}
     if DOWNSTREAM_SCORE in downstream_tasks:
@@ -92,11 +83,10 @@ def sop_vs_nsp_section(results: Mapping[str, Mapping[str, object]],
             claims[f"sop_beats_{other}_downstream"] = {
                 "claim": f"SOP beats {'NSP' if other == 'nsp' else 'no sentence loss'} downstream ({DOWNSTREAM_SCORE} "
                          f"dev accuracy: SOP-trained > {other}-trained; the paper's average {paper_text})",
-                "compared": ["sop", other], **_judged(
-                    *(downstream_accuracies([result for key, result in sorted(results.items())
-                                             if key.startswith(f"{NAME}/{arm}/")], DOWNSTREAM_SCORE)
-                      for arm in ("sop", other)), ("sop", other), sorted(set(failed) | set(downstream_failed)))}
-    columns = "".join(f" our {task} dev acc |" for task in downstream_tasks)
+                "compared": ["sop", other], **judge_unless_failed(
+                    *(downstream_accuracies(seed_results(results, NAME, arm), DOWNSTREAM_SCORE)
+                      for arm in ("sop", other)), ("sop", other), failed + downstream_failed)}
+    columns = downstream_columns(downstream_tasks)
     table = "\n".join([
         "| trained on | paper MLM | paper NSP | paper SOP | paper downstream avg | our MLM acc | our NSP acc "
         f"(pure set) | our SOP acc (pure set) |{columns} run |",

@@ -74,10 +74,15 @@ def pretraining_summary(arm_results: Sequence[Mapping[str, object]], masked_lm_b
     >>> summary_text(summary["sentence_order_accuracy"]), summary["status"]
     ('0.650 ± 0.071', 'failed: MLM accuracy not above the majority baseline')
     """
-    mlm = [float(result["eval"]["masked_lm_accuracy"]) for result in arm_results]
+    mlm = masked_lm_accuracies(arm_results)
     sop = [float(result["eval"]["sentence_order_accuracy"]) for result in arm_results]
     return {"masked_lm_accuracy": mean_and_spread(mlm), "sentence_order_accuracy": mean_and_spread(sop),
             "status": masked_lm_status(mlm, masked_lm_baseline)}
+
+
+def masked_lm_accuracies(arm_results: Sequence[Mapping[str, object]]) -> List[float]:
+    """The held-out MLM accuracy of each seed's result."""
+    return [float(result["eval"]["masked_lm_accuracy"]) for result in arm_results]
 
 
 def scored_downstream_tasks(results: Mapping[str, Mapping[str, object]]) -> List[str]:
@@ -120,12 +125,38 @@ def downstream_summary(arm_results: Sequence[Mapping[str, object]], tasks: Seque
     return summary
 
 
+def downstream_columns(tasks: Sequence[str]) -> str:
+    """The header cells of a table's downstream columns, one per task (its separator row takes "---|" each)."""
+    return "".join(f" our {task} dev acc |" for task in tasks)
+
+
+def run_status_text(summary: Mapping[str, object], tasks: Sequence[str]) -> str:
+    """A table's "run" cell: the pretraining status of an arm's `summary` and, with downstream `tasks`, the
+    downstream one (downstream_summary's "downstream_status")."""
+    return f"pretraining {summary['status']}" + (f"; downstream {summary['downstream_status']}" if tasks else "")
+
+
 def downstream_baselines_text(tasks: Sequence[str], baselines: Mapping[str, float]) -> str:
     """The sentence under a table with downstream columns: each task's dev majority baseline."""
     return ("Downstream majority baselines (dev): " + ", ".join(
         f"{task} {baselines[f'downstream/{task}']:.3f}" for task in tasks) +
         f". Claims judged on the downstream score use {DOWNSTREAM_SCORE}; with fewer than {MIN_SEEDS} seeds no "
         "claim is judged.")
+
+
+def judge_unless_failed(first: Sequence[float], second: Sequence[float], compared: Sequence[str],
+                        failed: Sequence[str]) -> Dict[str, object]:
+    """judge_difference(first, second, expect_positive=True) for the arms `compared`, unless one of them is in
+    `failed`: a claim on a failed run is not judged.
+
+    Example:
+    >>> judge_unless_failed([0.5] * 3, [0.4] * 3, ["a", "b"], failed=["b", "c"])
+    {'verdict': 'not judged: failed run(s) b'}
+    """
+    failed_compared = sorted(set(compared) & set(failed))
+    if failed_compared:
+        return {"verdict": f"not judged: failed run(s) {', '.join(failed_compared)}"}
+    return judge_difference(first, second, expect_positive=True)
 
 
 def judge_difference(first: Sequence[float], second: Sequence[float], expect_positive: bool) -> Dict[str, object]:
