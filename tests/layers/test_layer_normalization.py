@@ -1,4 +1,6 @@
 """albert_tf/layers/layer_normalization.py: the fused LayerNorm and its gradient, against Keras's LayerNormalization."""
+import re
+
 import keras
 import numpy as np
 import pytest
@@ -133,3 +135,18 @@ def test_inference_runs_kerass_own_ops():
 def test_other_normalizations_are_refused(kwargs):
     with pytest.raises(ValueError, match="normalizes the last axis"):
         AlbertLayerNormalization(**kwargs)
+
+
+def test_gamma_and_beta_gradients_are_products_with_ones_not_xlas_slow_row_reductions():
+    """XLA:CPU rewrites a sum over the rows into reduce-window partial sums, twice the time of the whole product."""
+    from albert_tf.layers.layer_normalization import _gradients_from_inputs
+
+    inputs, upstream = _inputs(), _inputs() * 0.5 + 1.0
+    gamma, mean, reciprocal_std = tf.ones([8]) * 1.5, tf.zeros([2, 5, 1]), tf.ones([2, 5, 1])
+    hlo = _gradients_from_inputs.experimental_get_compiler_ir(inputs, gamma, mean, reciprocal_std, upstream)(
+        stage="optimized_hlo")
+    assert "reduce-window" not in hlo
+    assert len(re.findall(r"= f32\[2,8\]\{[0-9,]*\} dot\(", hlo)) == 2
+    _, gamma_gradient, beta_gradient = _gradients_from_inputs(inputs, gamma, mean, reciprocal_std, upstream)
+    np.testing.assert_allclose(beta_gradient, tf.reduce_sum(upstream, [0, 1]), rtol=1e-6)
+    np.testing.assert_allclose(gamma_gradient, tf.reduce_sum(upstream * inputs, [0, 1]), rtol=1e-6)
