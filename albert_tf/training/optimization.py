@@ -70,6 +70,28 @@ class WarmupPolynomialDecay(keras.optimizers.schedules.LearningRateSchedule):
         }
 
 
+@tf.function(jit_compile=True, autograph=False)
+def _updated_weights_and_moments(gradient, weights, adam_m, adam_v, learning_rate, *, beta_1, beta_2, epsilon,
+                                 weight_decay_rate, layer_adaptation):
+    """One variable's AdamW step (LAMB's with `layer_adaptation`): the new weights, m and v, in float32.
+
+    Compiled by XLA into one or two loops over the variable, where TensorFlow's kernels made about fifteen
+    passes over memory: ALBERT-base's AdamW update took 47-69 ms of CPU a step that way, 21-30 ms this way
+    (BUILD_NOTES.md, "Speed and memory"). Inside an XLA-compiled step it is inlined as any other function.
+    """
+    next_m = beta_1 * adam_m + (1.0 - beta_1) * gradient
+    next_v = beta_2 * adam_v + (1.0 - beta_2) * tf.square(gradient)
+    update = next_m / (tf.sqrt(next_v) + epsilon)
+    if weight_decay_rate:
+        update += weight_decay_rate * weights
+    ratio = 1.0
+    if layer_adaptation:
+        weight_norm = tf.sqrt(tf.reduce_sum(tf.square(weights)))
+        update_norm = tf.sqrt(tf.reduce_sum(tf.square(update)))
+        ratio = tf.where(weight_norm > 0.0, tf.where(update_norm > 0.0, weight_norm / update_norm, 1.0), 1.0)
+    return weights - ratio * learning_rate * update, next_m, next_v
+
+
 @keras.saving.register_keras_serializable(package="albert_tf")
 class AdamWeightDecayOptimizer(keras.optimizers.Optimizer):
     """Adam without bias correction, plus L2 weight decay added to the update (the original's AdamW).
@@ -124,26 +146,25 @@ class AdamWeightDecayOptimizer(keras.optimizers.Optimizer):
             return False
         return not any(re.search(pattern, variable_path) for pattern in self.exclude_from_weight_decay)
 
-    def _adam_update(self, gradient, variable):
-        """The moment updates and the decayed Adam direction; returns the new weights' step before lr."""
+    def _apply_update(self, gradient, variable, learning_rate, layer_adaptation):
+        """Updates the moments and the variable in one XLA-fused pass (`_updated_weights_and_moments`)."""
         index = self._get_variable_index(variable)
         adam_m, adam_v = self._adam_m[index], self._adam_v[index]
         if isinstance(gradient, tf.IndexedSlices):
             # An embedding lookup's sparse gradient: the moments are updated densely, as in the original.
             gradient = tf.convert_to_tensor(gradient)
-        gradient = ops.cast(gradient, "float32")
-        next_m = self.beta_1 * adam_m + (1.0 - self.beta_1) * gradient
-        next_v = self.beta_2 * adam_v + (1.0 - self.beta_2) * ops.square(gradient)
+        weight_decay_rate = self.weight_decay_rate if self._use_weight_decay_flags[index] else 0.0
+        weights, next_m, next_v = _updated_weights_and_moments(
+            ops.cast(gradient, "float32"), tf.convert_to_tensor(variable), tf.convert_to_tensor(adam_m),
+            tf.convert_to_tensor(adam_v), ops.cast(learning_rate, "float32"), beta_1=float(self.beta_1),
+            beta_2=float(self.beta_2), epsilon=float(self.epsilon), weight_decay_rate=float(weight_decay_rate),
+            layer_adaptation=layer_adaptation)
         self.assign(adam_m, next_m)
         self.assign(adam_v, next_v)
-        update = next_m / (ops.sqrt(next_v) + self.epsilon)
-        if self._use_weight_decay_flags[index]:
-            update += self.weight_decay_rate * variable
-        return update
+        self.assign(variable, weights)
 
     def update_step(self, gradient, variable, learning_rate):
-        update = self._adam_update(gradient, variable)
-        self.assign(variable, variable - ops.cast(learning_rate, "float32") * update)
+        self._apply_update(gradient, variable, learning_rate, layer_adaptation=False)
 
     def get_config(self):
         config = super().get_config()
@@ -194,14 +215,8 @@ class LAMBOptimizer(AdamWeightDecayOptimizer):
         return not any(re.search(pattern, variable_path) for pattern in self.exclude_from_layer_adaptation)
 
     def update_step(self, gradient, variable, learning_rate):
-        update = self._adam_update(gradient, variable)
-        ratio = 1.0
-        if self._use_layer_adaptation_flags[self._get_variable_index(variable)]:
-            weight_norm = ops.sqrt(ops.sum(ops.square(variable)))
-            update_norm = ops.sqrt(ops.sum(ops.square(update)))
-            ratio = ops.where(weight_norm > 0.0,
-                              ops.where(update_norm > 0.0, weight_norm / update_norm, 1.0), 1.0)
-        self.assign(variable, variable - ratio * ops.cast(learning_rate, "float32") * update)
+        self._apply_update(gradient, variable, learning_rate,
+                           layer_adaptation=self._use_layer_adaptation_flags[self._get_variable_index(variable)])
 
     def get_config(self):
         config = super().get_config()
