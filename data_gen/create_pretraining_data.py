@@ -27,6 +27,7 @@ what differs is how the corpus is walked, so that memory stays bounded and outpu
 
 import collections
 import contextlib
+import concurrent.futures
 import dataclasses
 import gc
 import hashlib
@@ -465,9 +466,18 @@ def _worker_pool(context: _WorkerContext, num_workers: int, num_tasks: int):
     # this process stay shared instead of being copied on write.
     gc.freeze()
     try:
-        with multiprocessing.get_context(method).Pool(min(num_workers, num_tasks), initializer=_init_worker,
-                                                      initargs=(context,)) as pool:
-            yield pool
+        # Not multiprocessing.Pool: its terminate(), which an exception (Ctrl-C) runs on the way out, can block
+        # forever writing its sentinel into a result pipe that a killed worker left full and nothing reads any
+        # more (it hung a test for 27 minutes). The executor drops the tasks not started, lets the running ones
+        # finish, then returns.
+        with concurrent.futures.ProcessPoolExecutor(min(num_workers, num_tasks),
+                                                    mp_context=multiprocessing.get_context(method),
+                                                    initializer=_init_worker, initargs=(context,)) as pool:
+            try:
+                yield pool
+            except BaseException:
+                pool.shutdown(cancel_futures=True)
+                raise
     finally:
         gc.unfreeze()
 
@@ -498,12 +508,10 @@ def _ordered_results(context: _WorkerContext, tasks: Sequence[_Task], pool,
                 position += 1
                 continue
             del unsubmitted[position]
-            pool.apply_async(_run_in_worker, (task,), callback=finished.put, error_callback=finished.put)
+            pool.submit(_run_in_worker, task).add_done_callback(finished.put)
             in_flight += 1
         while next_index not in results:
-            outcome = finished.get()
-            if isinstance(outcome, BaseException):
-                raise outcome
+            outcome = finished.get().result()
             results[index_of[outcome[0]]] = outcome
             if outcome[0].dupe_pass == 0:
                 tokenized_blocks.add(outcome[0].block)

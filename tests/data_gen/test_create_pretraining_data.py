@@ -1,9 +1,9 @@
 """Pretraining instances: the original's semantics, the record format, determinism, resuming, bad input."""
 import collections
+import concurrent.futures
 import io
 import json
 import logging
-import multiprocessing.pool
 import os
 import random
 import threading
@@ -406,7 +406,7 @@ def _shard_tasks(num_blocks, dupe_factor):
 
 
 def _results_through_thread_pool(context, tasks, num_workers):
-    with multiprocessing.pool.ThreadPool(num_workers, initializer=cpd._init_worker, initargs=(context,)) as pool:
+    with concurrent.futures.ThreadPoolExecutor(num_workers, initializer=cpd._init_worker, initargs=(context,)) as pool:
         return list(cpd._ordered_results(context, tasks, pool, num_workers))
 
 
