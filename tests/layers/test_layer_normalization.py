@@ -6,7 +6,8 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from albert_tf.layers.layer_normalization import AlbertLayerNormalization, layer_normalization
+from albert_tf.layers.layer_normalization import (AlbertLayerNormalization, _gradients_from_inputs,
+                                                  layer_normalization)
 
 
 def _inputs(dtype=tf.float32):
@@ -139,8 +140,6 @@ def test_other_normalizations_are_refused(kwargs):
 
 def test_gamma_and_beta_gradients_are_products_with_ones_not_xlas_slow_row_reductions():
     """XLA:CPU rewrites a sum over the rows into reduce-window partial sums, twice the time of the whole product."""
-    from albert_tf.layers.layer_normalization import _gradients_from_inputs
-
     inputs, upstream = _inputs(), _inputs() * 0.5 + 1.0
     gamma, mean, reciprocal_std = tf.ones([8]) * 1.5, tf.zeros([2, 5, 1]), tf.ones([2, 5, 1])
     hlo = _gradients_from_inputs.experimental_get_compiler_ir(inputs, gamma, mean, reciprocal_std, upstream)(
