@@ -19,6 +19,7 @@ import os
 
 from absl import app, flags
 
+from albert_tf.benchmarking.peer_steps import PRECISIONS
 from albert_tf.benchmarking.peers import PEERS, check_peers_installed, compare_peers, parse_peers
 from albert_tf.benchmarking.reports import comparison_table, markdown_table, peer_table
 from albert_tf.benchmarking.suite import (DATA_WORKLOADS, WORKLOADS, BenchmarkOptions, DataWorkloadOptions,
@@ -51,6 +52,9 @@ flags.DEFINE_list("compare_training_presets", ["bert-large", "albert-large"],
 flags.DEFINE_list("compare_peers", [], "Peers to time our pretraining step against, from keras-hub, "
                   "transformers (each in float32 and bfloat16, same workload, AdamW); without --workloads, only "
                   "the comparison runs.")
+flags.DEFINE_list("peer_precisions", list(PRECISIONS), "The precisions --compare_peers times, from "
+                  f"{', '.join(PRECISIONS)} (float32 alone on a CPU without bfloat16 units, where bfloat16 is "
+                  "emulated and slow).")
 flags.DEFINE_integer("input_batches", 200, "Batches per repeat of input_pipeline.")
 flags.DEFINE_integer("corpus_documents", 2000, "Documents of the synthetic corpus behind the data workloads.")
 flags.DEFINE_integer("vocab_size", 400, "SentencePiece vocabulary trained on the synthetic corpus.")
@@ -83,6 +87,10 @@ def main(argv):
     unknown_peers = sorted(set(FLAGS.compare_peers) - set(PEERS))
     if unknown_peers:
         raise app.UsageError(f"--compare_peers names {unknown_peers}; allowed: {', '.join(PEERS)}.")
+    unknown_precisions = sorted(set(FLAGS.peer_precisions) - set(PRECISIONS))
+    if unknown_precisions or not FLAGS.peer_precisions:
+        raise app.UsageError(f"--peer_precisions names {unknown_precisions or 'nothing'}; allowed: "
+                             f"{', '.join(PRECISIONS)}.")
     peers = parse_peers(FLAGS.compare_peers)
     check_peers_installed(peers)
     workloads = [] if peers and not FLAGS["workloads"].present else FLAGS.workloads
@@ -106,7 +114,7 @@ def main(argv):
         print(markdown_table(records))
     if comparison:
         print(comparison_table(comparison))
-    peer_records = compare_peers(peers, _model_settings()) if peers else []
+    peer_records = compare_peers(peers, _model_settings(), FLAGS.peer_precisions) if peers else []
     if peer_records:
         print(peer_table(peer_records))
     if FLAGS.output_json:

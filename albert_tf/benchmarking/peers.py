@@ -26,9 +26,10 @@ import numpy as np
 from albert_tf.benchmarking.child_process import REPOSITORY_ROOT, run_python_child
 from albert_tf.benchmarking.flops import workload_flops
 from albert_tf.benchmarking.peer_steps import PEERS, PRECISIONS, RECORD_MARKER
-from albert_tf.benchmarking.probes import cpu_model, device_description, load_average
+from albert_tf.benchmarking.probes import device_description, load_average
 from albert_tf.benchmarking.workloads import BenchmarkSettings, random_batch, run_in_subprocess, summarize
 from albert_tf.checkpoints.hf_names import hf_config_from_albert, uses_plain_layout
+from albert_tf.training.compile_choice import cpu_model_name
 
 OURS = "albert-tf"
 IMPLEMENTATIONS = (OURS,) + PEERS
@@ -186,7 +187,7 @@ def _record(row: Configuration, runs: List[dict], settings: BenchmarkSettings, f
         "sop_logits_shape": last.get("sop_logits_shape"),
         "versions": {name: last[name] for name in ("tensorflow", "keras", "keras_hub", "torch", "transformers")
                      if last.get(name)},
-        "cpu_model": cpu_model(), "device": device_description(), "load_average": load_average(),
+        "cpu_model": cpu_model_name(), "device": device_description(), "load_average": load_average(),
     }
 
 

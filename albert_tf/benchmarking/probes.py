@@ -5,7 +5,6 @@ Units: MB and GFLOP are decimal (1e6 bytes, 1e9 FLOP).
 """
 
 import os
-import platform
 import resource
 import tempfile
 import time
@@ -13,6 +12,8 @@ from typing import Dict, Optional, Sequence
 
 import numpy as np
 import tensorflow as tf
+
+from albert_tf.training.compile_choice import cpu_model_name
 
 
 def measure_matmul_peaks(m: int, k: int, n: int, dtype: str = "float32", min_seconds: float = 0.5,
@@ -128,25 +129,12 @@ def checkpoint_bytes(model) -> int:
         return sum(os.path.getsize(path) for path in tf.io.gfile.glob(prefix + "*"))
 
 
-def cpu_model() -> str:
-    """The host CPU's model name: /proc/cpuinfo's "model name", else the platform's processor, else "CPU".
-
-    Part of every record, also on a GPU: speed depends on the CPU's vector units (bfloat16 ones above all).
-    """
-    if os.path.exists("/proc/cpuinfo"):
-        with open("/proc/cpuinfo", encoding="utf-8") as handle:
-            names = [line.split(":", 1)[1].strip() for line in handle if line.startswith("model name")]
-        if names:
-            return names[0]
-    return platform.processor() or "CPU"
-
-
 def device_description() -> str:
     """The device the workloads run on: the first GPU's name, else the CPU model and core count."""
     gpus = tf.config.list_physical_devices("GPU")
     if gpus:
         return tf.config.experimental.get_device_details(gpus[0]).get("device_name", gpus[0].name)
-    return f"{cpu_model()}, {len(os.sched_getaffinity(0))} cores"
+    return f"{cpu_model_name()}, {len(os.sched_getaffinity(0))} cores"
 
 
 def load_average() -> float:

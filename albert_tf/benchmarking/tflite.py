@@ -19,13 +19,14 @@ from typing import Dict, List, Sequence, Tuple
 import numpy as np
 import tensorflow as tf
 
-from albert_tf.benchmarking.probes import cpu_model, load_average
+from albert_tf.benchmarking.probes import load_average
 from albert_tf.config import AlbertConfig
 from albert_tf.export.onnx_export import convert_to_onnx, require_tf2onnx
 from albert_tf.export.tflite import (ENCODER_TFLITE_OUTPUTS, SERVING_SIGNATURE, TFLITE_VARIANTS,
                                      check_tflite_variants, convert_to_tflite, output_drift, serving_signature)
 from albert_tf.export.tfhub_encoder import AlbertHubEncoder
 from albert_tf.models.encoder import INPUT_NAMES, AlbertEncoder
+from albert_tf.training.compile_choice import cpu_model_name
 
 logger = logging.getLogger(__name__)
 
@@ -135,7 +136,7 @@ def benchmark_tflite(output_dir: str, config: AlbertConfig, seq_length: int = 12
                   "latency_ms_max": 1000 * max(seconds), **output_drift(reference, outputs),
                   "seq_length": seq_length, "batch_size": batch_size, "num_threads": num_threads,
                   "num_runs": num_runs, "saved_model_variables_bytes": _directory_bytes(
-                      os.path.join(encoder_dir, "variables")), "cpu": cpu_model(), "load_average": load_average(),
+                      os.path.join(encoder_dir, "variables")), "cpu": cpu_model_name(), "load_average": load_average(),
                   "tensorflow": tf.__version__}
         logger.info("%s: %.1f MB, %.1f ms median (%.1f-%.1f), drift %s", variant, record["bytes"] / 1e6,
                     record["latency_ms_median"], record["latency_ms_min"], record["latency_ms_max"],

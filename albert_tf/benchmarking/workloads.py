@@ -31,7 +31,7 @@ import tensorflow as tf
 
 from albert_tf.benchmarking.child_process import run_python_child
 from albert_tf.benchmarking.flops import FINETUNE_NUM_LABELS, MODEL_WORKLOADS, workload_flops
-from albert_tf.benchmarking.probes import (checkpoint_bytes, cpu_model, device_description, load_average,
+from albert_tf.benchmarking.probes import (checkpoint_bytes, device_description, load_average,
                                            measure_matmul_peaks, parameter_bytes, peak_device_memory_bytes,
                                            peak_rss_bytes, reset_rss_high_water_mark, rss_high_water_mark_bytes)
 from albert_tf.config import AlbertConfig
@@ -309,8 +309,8 @@ def run_model_workload(workload: str, settings: BenchmarkSettings) -> dict:
             "steady_peak_rss_mb": max(steady_rss) / 1e6 if steady_rss else None,
             "peak_device_memory_mb": None if device_memory is None else device_memory / 1e6,
             "parameter_mb": parameter_bytes(model) / 1e6, "checkpoint_mb": checkpoint_bytes(model) / 1e6,
-            "warmup_seconds": warmup_seconds, "device": device_description(), "cpu_model": cpu_model(),
-            "cpu_allocator": cpu_allocator(),
+            "warmup_seconds": warmup_seconds, "device": device_description(),
+            "cpu_model": compile_choice.cpu_model_name(), "cpu_allocator": cpu_allocator(),
             "cpu_bfloat16_units": cpu_bfloat16_units(),
             "xla_bfloat16_dot_dtype": (xla_bfloat16_dot_dtype() if settings.mixed_precision == "mixed_bfloat16"
                                        else None),
@@ -373,8 +373,8 @@ def data_record(workload: str, model_name: str, batch_size: int, seq_length: int
     record = {"workload": workload, "preset": model_name, "batch_size": batch_size, "seq_length": seq_length,
               "mixed_precision": None, "jit_compile": None, "gflop_per_s": None, "peak_gflop_per_s": None,
               "peak_fraction": None, "peak_rss_mb": peak_rss_bytes() / 1e6, "device": device_description(),
-              "cpu_model": cpu_model(), "cpu_allocator": cpu_allocator(), "load_average": load_average(),
-              "tensorflow": tf.__version__}
+              "cpu_model": compile_choice.cpu_model_name(), "cpu_allocator": cpu_allocator(),
+              "load_average": load_average(), "tensorflow": tf.__version__}
     record.update(rates)
     record["tokens_per_s"] = record["seq_per_s_median"] * seq_length
     record.update(extra)
@@ -409,7 +409,7 @@ def compare_presets(preset_names: Sequence[str], training_presets: Sequence[str]
                "seq_length": settings.seq_length, "mixed_precision": settings.mixed_precision,
                "jit_compile": settings.jit_compile, "encoder_parameters": parameters,
                "encoder_parameter_mb": parameters * 4 / 1e6,
-               "cpu_model": cpu_model(),
+               "cpu_model": compile_choice.cpu_model_name(),
                **{field: None for field in MEASURED_FIELDS}}
         if name in training_presets:
             record = run_workload("pretrain_step", dataclasses.replace(

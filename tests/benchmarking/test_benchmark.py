@@ -7,11 +7,12 @@ import tensorflow as tf
 
 from albert_tf import AlbertConfig, AlbertPretrainer
 from albert_tf.benchmarking.flops import encoder_forward_flops, workload_flops
-from albert_tf.benchmarking.probes import (checkpoint_bytes, cpu_model, parameter_bytes, peak_rss_bytes,
+from albert_tf.benchmarking.probes import (checkpoint_bytes, parameter_bytes, peak_rss_bytes,
                                            reset_rss_high_water_mark, rss_high_water_mark_bytes)
 from albert_tf.benchmarking.suite import BenchmarkOptions, DataWorkloadOptions, run_benchmarks
 from albert_tf.benchmarking.workloads import MEASURED_FIELDS, RECORD_FIELDS, BenchmarkSettings, compare_presets
 from albert_tf.models.param_count import model_parameters
+from albert_tf.training.compile_choice import cpu_model_name
 from albert_tf.training.summaries import write_scalars
 from tests.helpers import run_script, tiny_config_values
 
@@ -39,7 +40,7 @@ def test_harness_runs_a_model_and_a_data_workload_and_writes_records(tmp_path):
         assert 0 < record["seq_per_s_min"] <= record["seq_per_s_median"] <= record["seq_per_s_max"]
         assert record["peak_rss_mb"] > 100
         assert record["cpu_allocator"] == "bfc"
-        assert record["cpu_model"] == cpu_model()
+        assert record["cpu_model"] == cpu_model_name()
     step = records[0]
     assert step["preset"] == "tiny_config.json" and step["mixed_precision"] == "float32"
     assert step["jit_compile"] is False

@@ -7,7 +7,7 @@ import pytest
 from albert_tf import AlbertConfig
 from albert_tf.benchmarking import peers
 from albert_tf.benchmarking.peer_steps import PEERS
-from albert_tf.benchmarking.probes import cpu_model
+from albert_tf.training.compile_choice import cpu_model_name
 from albert_tf.benchmarking.reports import markdown_table, peer_table
 from albert_tf.benchmarking.workloads import RECORD_FIELDS, BenchmarkSettings, random_batch
 from tests.helpers import run_script, tiny_config_values
@@ -66,7 +66,7 @@ def test_comparison_interleaves_the_repeats_and_takes_ratios_against_keras_hub_f
     assert {record["reference"] for record in records} == {"keras-hub float32"}
     assert ours["peak_rss_mb"] == 100.0 + 11  # the largest of its three runs (calls 3, 7, 11)
     assert ours["repeats"] == 3 and ours["optimizer"] == "albert-tf AdamW"
-    assert ours["cpu_model"] == cpu_model()
+    assert ours["cpu_model"] == cpu_model_name()
     assert set(RECORD_FIELDS) <= set(ours)
     assert ours["gflop_per_step"] > 0 and ours["gflop_per_s"] == pytest.approx(
         7.0 / BATCH * ours["gflop_per_step"])
@@ -109,7 +109,7 @@ def test_peer_table_sorts_by_speed_and_shows_the_ratio_and_the_cpu():
 
 
 def test_cpu_model_is_named_and_the_workload_table_shows_it():
-    assert cpu_model() and "\n" not in cpu_model()
+    assert cpu_model_name() and "\n" not in cpu_model_name()
     record = {"workload": "encode", "preset": "tiny", "batch_size": 2, "seq_length": 16, "seq_per_s_median": 1.0,
               "seq_per_s_min": 1.0, "seq_per_s_max": 1.0, "cpu_model": "Test CPU"}
     header, _, row = markdown_table([record]).splitlines()
@@ -143,10 +143,13 @@ def test_each_peer_trains_the_same_batch_and_loss_in_its_own_process(precision, 
 
 
 @pytest.mark.slow
-def test_benchmark_refuses_an_unknown_peer_in_one_sentence():
+def test_benchmark_refuses_an_unknown_peer_or_precision_in_one_sentence():
     result = run_script("benchmark", "--compare_peers=keras-hub,unknown", timeout=120)
     assert result.returncode != 0
     assert "--compare_peers names ['unknown']; allowed: keras-hub, transformers." in result.stderr
+    result = run_script("benchmark", "--compare_peers=keras-hub", "--peer_precisions=float32,float16", timeout=120)
+    assert result.returncode != 0
+    assert "--peer_precisions names ['float16']; allowed: float32, bfloat16." in result.stderr
 
 
 @pytest.mark.slow
@@ -167,7 +170,7 @@ def test_benchmark_compares_the_peers_end_to_end_on_a_tiny_config(tmp_path):
     assert by_label["keras-hub float32"]["vs_reference"] == 1.0
     assert by_label["ours bfloat16"]["mixed_precision"] == "mixed_bfloat16"
     assert by_label["ours float32"]["optimizer"] == "albert-tf AdamW (original's)"
-    assert all(record["cpu_model"] == cpu_model() and record["peak_rss_mb"] > 100 for record in records)
+    assert all(record["cpu_model"] == cpu_model_name() and record["peak_rss_mb"] > 100 for record in records)
     table = [line for line in result.stdout.splitlines() if line.startswith("|")]
     assert table[0].startswith("| configuration | optimizer | seq/s median (min-max) | vs keras-hub float32 |")
     assert len(table) == 2 + 6

@@ -74,6 +74,18 @@ def test_the_device_description_names_this_cpu():
     assert device.cpu_bfloat16_units == bfloat16_support.cpu_bfloat16_units()
 
 
+@pytest.mark.parametrize("cpuinfo, expected", [
+    ("vendor_id\t: AuthenticAMD\ncpu family\t: 25\nmodel\t\t: 1\nmodel name\t: AMD EPYC\nflags\t\t: avx2\n\n"
+     "processor\t: 1\ncpu family\t: 26\n", "AMD EPYC (family 25, model 1)"),
+    ("cpu family\t: 6\nmodel\t\t: 143\nmodel name\t: Intel(R) Xeon(R) Platinum 8480+\n",
+     "Intel(R) Xeon(R) Platinum 8480+ (family 6, model 143)"),
+    ("model name\t: Some CPU\n", "Some CPU"),
+])
+def test_the_cpu_is_named_with_its_family_and_model_numbers(tmp_path, cpuinfo, expected):
+    (tmp_path / "cpuinfo").write_text(cpuinfo)
+    assert compile_choice.cpu_model_name(str(tmp_path / "cpuinfo")) == expected
+
+
 # ---- the measurement -----------------------------------------------------------------------------------
 
 class _FakeClock:
