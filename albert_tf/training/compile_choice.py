@@ -1,8 +1,9 @@
 """`jit_compile="auto"`: the faster of XLA and TensorFlow's own kernels for this device, precision and model.
 
-Neither path wins everywhere: XLA led in float32 on AMD Zen 3, TensorFlow's oneDNN kernels on an Intel
-Xeon with AMX, and XLA:CPU in this TensorFlow build computes bfloat16 matmuls in float32
-(albert_tf/training/bfloat16_support.py). So a rule decides only where it is certain:
+Neither path wins everywhere: in float32 on AMD Zen 3, TensorFlow's kernels lead for ALBERT-base and XLA for
+small models; TensorFlow's oneDNN kernels lead on an Intel Xeon with AMX; and XLA:CPU in this TensorFlow build
+computes bfloat16 matmuls in float32 (albert_tf/training/bfloat16_support.py). So a rule decides only where it
+is certain:
 - a TPU compiles every step with XLA anyway;
 - mixed_bfloat16 on a CPU with bfloat16 units, where XLA would compute the matmuls in float32, takes
   TensorFlow's kernels, which run them on the units.
