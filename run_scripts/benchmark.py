@@ -88,9 +88,10 @@ def main(argv):
     if unknown_peers:
         raise app.UsageError(f"--compare_peers names {unknown_peers}; allowed: {', '.join(PEERS)}.")
     unknown_precisions = sorted(set(FLAGS.peer_precisions) - set(PRECISIONS))
-    if unknown_precisions or not FLAGS.peer_precisions:
-        raise app.UsageError(f"--peer_precisions names {unknown_precisions or 'nothing'}; allowed: "
-                             f"{', '.join(PRECISIONS)}.")
+    if unknown_precisions:
+        raise app.UsageError(f"--peer_precisions names {unknown_precisions}; allowed: {', '.join(PRECISIONS)}.")
+    if not FLAGS.peer_precisions:
+        raise app.UsageError(f"--peer_precisions is empty; name one or both of {', '.join(PRECISIONS)}.")
     peers = parse_peers(FLAGS.compare_peers)
     check_peers_installed(peers)
     workloads = [] if peers and not FLAGS["workloads"].present else FLAGS.workloads

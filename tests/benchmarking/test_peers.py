@@ -150,6 +150,9 @@ def test_benchmark_refuses_an_unknown_peer_or_precision_in_one_sentence():
     result = run_script("benchmark", "--compare_peers=keras-hub", "--peer_precisions=float32,float16", timeout=120)
     assert result.returncode != 0
     assert "--peer_precisions names ['float16']; allowed: float32, bfloat16." in result.stderr
+    result = run_script("benchmark", "--compare_peers=keras-hub", "--peer_precisions=", timeout=120)
+    assert result.returncode != 0
+    assert "--peer_precisions is empty; name one or both of float32, bfloat16." in result.stderr
 
 
 @pytest.mark.slow
