@@ -8,9 +8,28 @@ mixed_bfloat16 model would be compiled that way on a CPU with the units, and the
 
 import contextlib
 import os
-from typing import Optional
+from typing import Dict, Optional
 
 import tensorflow as tf
+
+
+def first_cpu_fields(cpuinfo_path: str = "/proc/cpuinfo") -> Optional[Dict[str, str]]:
+    """The first processor's "name: value" fields in `cpuinfo_path` (Linux's /proc/cpuinfo); None without the file.
+
+    Example:
+    >>> first_cpu_fields("/no/such/cpuinfo") is None
+    True
+    """
+    if not os.path.exists(cpuinfo_path):
+        return None
+    fields = {}
+    with open(cpuinfo_path, encoding="utf-8") as handle:
+        for line in handle:
+            if not line.strip():
+                break
+            name, _, value = line.partition(":")
+            fields.setdefault(name.strip(), value.strip())
+    return fields
 
 
 def cpu_bfloat16_units() -> Optional[bool]:
@@ -20,10 +39,10 @@ def cpu_bfloat16_units() -> Optional[bool]:
     >>> cpu_bfloat16_units() in (True, False, None)
     True
     """
-    if not os.path.exists("/proc/cpuinfo"):
+    fields = first_cpu_fields()
+    if fields is None:
         return None
-    with open("/proc/cpuinfo", encoding="utf-8") as handle:
-        flags = next((line.split(":", 1)[1].split() for line in handle if line.startswith("flags")), [])
+    flags = fields.get("flags", "").split()
     return "avx512_bf16" in flags or "amx_bf16" in flags
 
 

@@ -91,15 +91,9 @@ def cpu_model_name(cpuinfo_path: str = "/proc/cpuinfo") -> str:
     >>> cpu_model_name() != ""
     True
     """
-    if not os.path.exists(cpuinfo_path):
+    fields = bfloat16_support.first_cpu_fields(cpuinfo_path)
+    if fields is None:
         return platform.processor() or "unknown CPU"
-    fields = {}
-    with open(cpuinfo_path, encoding="utf-8") as handle:
-        for line in handle:
-            if not line.strip():
-                break
-            name, _, value = line.partition(":")
-            fields.setdefault(name.strip(), value.strip())
     numbers = ", ".join(f"{label} {fields[key]}" for key, label in (("cpu family", "family"), ("model", "model"))
                         if fields.get(key))
     name = fields.get("model name") or platform.processor() or "unknown CPU"
