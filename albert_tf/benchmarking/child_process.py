@@ -10,6 +10,8 @@ from typing import Optional, Sequence
 
 import psutil
 
+from albert_tf.training.host_allocator import release_library_pages
+
 REPOSITORY_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
@@ -42,7 +44,10 @@ def run_python_child(arguments: Sequence[str], marker: str, failure: str, timeou
     run_scripts included) and the parent need import nothing of what the child runs. With
     `memory_poll_seconds`, the child's memory is sampled at that interval while it runs. A child that fails or
     prints no `marker` line raises RuntimeError "`failure` (exit N):" followed by the end of its stderr; one
-    still running after `timeout_seconds` is killed and raises subprocess.TimeoutExpired.
+    still running after `timeout_seconds` is killed and raises subprocess.TimeoutExpired. The parent first hands
+    back its own resident pages of TensorFlow's libraries (`release_library_pages`): Linux reclaims no page that
+    two processes map, so the parent's would keep the child's import pages resident in the child too, where a
+    training process of its own releases them.
 
     Example:
     >>> run_python_child(["-c", "print('RESULT {\\"answer\\": 42}')"], "RESULT ", "The example failed").record
@@ -52,6 +57,7 @@ def run_python_child(arguments: Sequence[str], marker: str, failure: str, timeou
                                                                          os.environ.get("PYTHONPATH")])))
     environment.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
     deadline = None if timeout_seconds is None else time.monotonic() + timeout_seconds
+    release_library_pages()
     with subprocess.Popen([sys.executable, *arguments], cwd=REPOSITORY_ROOT, env=environment,
                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) as child:
         memory = None if memory_poll_seconds is None else _PeakMemory(child.pid)

@@ -14,7 +14,7 @@ import tensorflow as tf
 from absl import logging
 
 from albert_tf.training.checkpointing import NonFiniteLossError
-from albert_tf.training.host_allocator import releasing_free_heap
+from albert_tf.training.host_allocator import releasing_start_up_memory
 
 _UNSUPPORTED_OPTIMIZER_OPTIONS = ("weight_decay", "clipnorm", "clipvalue", "global_clipnorm", "use_ema",
                                   "gradient_accumulation_steps", "loss_scale_factor")
@@ -87,9 +87,9 @@ class TrainStep:
             nonlocal compiled_once
             if compiled_once:
                 return self._run_loop(train_loop, loop_inputs, num_steps, last_checkpoint)
-            # Tracing and compiling free most of what they allocate; handing those pages back as they go, not
-            # only at the end, keeps them from adding up to the process's peak (BUILD_NOTES.md).
-            with releasing_free_heap():
+            # Tracing and compiling free most of what they allocate, and TensorFlow's import left library pages
+            # resident that training never reads; handing both back keeps them out of the peak (BUILD_NOTES.md).
+            with releasing_start_up_memory():
                 results = self._run_loop(train_loop, loop_inputs, num_steps, last_checkpoint)
             compiled_once = True
             return results

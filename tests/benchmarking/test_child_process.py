@@ -4,6 +4,7 @@ import time
 
 import pytest
 
+from albert_tf.benchmarking import child_process
 from albert_tf.benchmarking.child_process import REPOSITORY_ROOT, run_python_child
 from tests.helpers import REPO_ROOT
 
@@ -19,6 +20,14 @@ def test_the_last_marked_line_is_the_record_and_the_child_imports_this_checkout(
     assert str(REPO_ROOT) == REPOSITORY_ROOT
     assert run.record == {"cwd": REPOSITORY_ROOT, "package": f"{REPOSITORY_ROOT}/albert_tf/__init__.py"}
     assert run.peak_pss_bytes is None and run.peak_rss_bytes is None
+
+
+def test_the_parent_hands_back_its_library_pages_before_the_child_starts(monkeypatch):
+    events = []
+    monkeypatch.setattr(child_process, "release_library_pages", lambda: events.append("released"))
+    record = run_python_child(["-c", "print('RESULT {\"started\": true}')"], "RESULT ", "unused").record
+    events.append(record)
+    assert events == ["released", {"started": True}]
 
 
 @pytest.mark.parametrize("code", ["import sys; print('RESULT {}'); sys.stderr.write('it broke'); sys.exit(3)",

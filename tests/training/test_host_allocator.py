@@ -1,11 +1,18 @@
 """The host-allocator choice the training entry points make before TensorFlow creates its devices, and heap release."""
 
+import contextlib
 import ctypes
+import hashlib
+import logging
+import mmap
 import os
 import platform
+import shutil
+import tempfile
 import threading
 import time
 
+import numpy as np
 import pytest
 
 from albert_tf.training import host_allocator
@@ -101,3 +108,133 @@ def test_lean_xla_compilation_is_added_unless_xla_flags_choose(monkeypatch, befo
         monkeypatch.setenv("XLA_FLAGS", before)
     assert host_allocator.prefer_lean_xla_compilation() == after
     assert os.environ["XLA_FLAGS"] == after
+
+
+# ---- library pages ------------------------------------------------------------------------------------
+
+PAGE_BYTES = 4096
+MAPPED_BYTES = 16 << 20
+
+
+def _filesystem_type(path):
+    """The type of the file system holding `path`, from the longest mount point of /proc/mounts above it."""
+    path, best, kind = os.path.realpath(path), "", ""
+    with open("/proc/mounts") as mounts:
+        for line in mounts:
+            mount_point, mount_type = line.split()[1:3]
+            inside = path == mount_point or path.startswith(mount_point.rstrip("/") + "/")
+            if inside and len(mount_point) >= len(best):
+                best, kind = mount_point, mount_type
+    return kind
+
+
+@pytest.fixture
+def disk_directory(tmp_path):
+    """A directory on a disk-backed file system: pages of tmpfs files have nowhere to go without swap."""
+    for candidate in (str(tmp_path), os.path.dirname(os.path.abspath(__file__))):
+        if _filesystem_type(candidate) not in ("tmpfs", "ramfs", "devtmpfs"):
+            directory = tempfile.mkdtemp(dir=candidate)
+            yield directory
+            shutil.rmtree(directory)
+            return
+    pytest.skip("no disk-backed directory to map a file from")
+
+
+def _mapped_file(directory, name="library.so"):
+    """A file of MAPPED_BYTES random bytes, written out to disk, mapped read-only with every page read."""
+    path = os.path.join(directory, name)
+    content = np.random.default_rng(0).integers(0, 256, MAPPED_BYTES, dtype=np.uint8).tobytes()
+    with open(path, "wb") as handle:
+        handle.write(content)
+        handle.flush()
+        os.fsync(handle.fileno())
+    with open(path, "rb") as handle:
+        mapping = mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ)
+    sum(mapping[offset] for offset in range(0, MAPPED_BYTES, PAGE_BYTES))
+    return path, mapping, hashlib.sha256(content).hexdigest()
+
+
+def _resident_bytes_of(path):
+    resident, inside = 0, False
+    with open("/proc/self/smaps") as smaps:
+        for line in smaps:
+            fields = line.split()
+            if "-" in fields[0] and len(fields) >= 5:
+                inside = len(fields) >= 6 and fields[5] == os.path.realpath(path)
+            elif inside and fields[0] == "Rss:":
+                resident += int(fields[1]) * 1024
+    return resident
+
+
+needs_linux_procfs = pytest.mark.skipif(not os.path.exists("/proc/self/smaps"),
+                                        reason="the page release reads Linux's /proc/self/maps")
+
+
+@needs_linux_procfs
+def test_library_pages_under_the_directory_are_released_and_read_back_intact(disk_directory, monkeypatch):
+    monkeypatch.delenv(host_allocator.LIBRARY_PAGES_VARIABLE, raising=False)
+    path, mapping, digest = _mapped_file(disk_directory)
+    assert _resident_bytes_of(path) >= MAPPED_BYTES - PAGE_BYTES
+
+    released = host_allocator.release_library_pages([disk_directory])
+
+    assert released is not None, "this kernel has no MADV_PAGEOUT (Linux 5.4 and later)"
+    assert _resident_bytes_of(path) < MAPPED_BYTES // 8
+    assert released >= MAPPED_BYTES // 2
+    assert hashlib.sha256(mapping[:]).hexdigest() == digest
+    mapping.close()
+
+
+@needs_linux_procfs
+def test_files_outside_the_directories_keep_their_pages(disk_directory, tmp_path, monkeypatch):
+    monkeypatch.delenv(host_allocator.LIBRARY_PAGES_VARIABLE, raising=False)
+    path, mapping, _ = _mapped_file(disk_directory)
+    assert host_allocator.release_library_pages([str(tmp_path / "elsewhere")]) is not None
+    assert _resident_bytes_of(path) >= MAPPED_BYTES - PAGE_BYTES
+    mapping.close()
+
+
+@pytest.mark.parametrize("value", ["0", "false"])
+def test_the_environment_can_keep_the_library_pages(disk_directory, monkeypatch, value):
+    monkeypatch.setenv(host_allocator.LIBRARY_PAGES_VARIABLE, value)
+    path, mapping, _ = _mapped_file(disk_directory)
+    assert host_allocator.release_library_pages([disk_directory]) is None
+    assert _resident_bytes_of(path) >= MAPPED_BYTES - PAGE_BYTES
+    mapping.close()
+
+
+@needs_linux_procfs
+def test_a_kernel_without_pageout_releases_nothing(disk_directory, monkeypatch):
+    monkeypatch.delenv(host_allocator.LIBRARY_PAGES_VARIABLE, raising=False)
+
+    def madvise_before_linux_5_4(address, length, advice):
+        ctypes.set_errno(22)
+        return -1
+
+    monkeypatch.setattr(host_allocator, "_madvise", lambda: madvise_before_linux_5_4)
+    path, mapping, _ = _mapped_file(disk_directory)
+    assert host_allocator.release_library_pages([disk_directory]) is None
+    mapping.close()
+
+
+def test_start_up_memory_releases_library_pages_around_the_block_and_logs_them(monkeypatch, caplog):
+    events = []
+
+    def release_library_pages():
+        events.append("library pages")
+        return 300_000_000 if len(events) == 1 else 20_000_000
+
+    @contextlib.contextmanager
+    def releasing_free_heap():
+        events.append("heap: enter")
+        yield
+        events.append("heap: exit")
+
+    monkeypatch.setattr(host_allocator, "release_library_pages", release_library_pages)
+    monkeypatch.setattr(host_allocator, "releasing_free_heap", releasing_free_heap)
+    with caplog.at_level(logging.INFO):
+        with host_allocator.releasing_start_up_memory():
+            events.append("block")
+
+    assert events == ["library pages", "heap: enter", "block", "heap: exit", "library pages"]
+    assert "300 MB" in caplog.text and "20 MB" in caplog.text and "ALBERT_TF_RELEASE_LIBRARY_PAGES=0" in caplog.text

@@ -97,7 +97,7 @@ def test_steps_per_loop_and_accumulation_give_the_plain_run_weights(tmp_path):
     assert moved > 1e-2
 
 
-def test_the_free_heap_is_released_during_the_compiling_first_call_only(tmp_path, monkeypatch):
+def test_start_up_memory_is_released_around_the_compiling_first_call_only(tmp_path, monkeypatch):
     events = []
 
     @contextlib.contextmanager
@@ -106,7 +106,7 @@ def test_the_free_heap_is_released_during_the_compiling_first_call_only(tmp_path
         yield
         events.append(("exit", trainer.step))
 
-    monkeypatch.setattr(train_step, "releasing_free_heap", recording_release)
+    monkeypatch.setattr(train_step, "releasing_start_up_memory", recording_release)
     trainer = _seeded_trainer(tmp_path, num_train_steps=6, steps_per_loop=2)
     trainer.train(toy.train_dataset_fn, num_train_steps=6, global_batch_size=8)
 
