@@ -1,4 +1,4 @@
-"""TensorFlow's host (CPU) memory allocator: malloc, or its caching BFC allocator.
+"""TensorFlow's host (CPU) memory: its allocator (malloc, or the caching BFC allocator), and what start-up leaves.
 
 TensorFlow reads TF_CPU_ALLOCATOR_USE_BFC once, when it creates its devices (at the first op), so a
 choice made here takes effect only before that. With malloc, every XLA training step maps its temporary
