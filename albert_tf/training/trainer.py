@@ -14,7 +14,7 @@ from absl import logging
 
 from albert_tf.training import bfloat16_support, compile_choice
 from albert_tf.training.checkpointing import SigtermFlag, TrainingCheckpoints, TrainingPreempted
-from albert_tf.training.host_allocator import release_free_heap, releasing_free_heap
+from albert_tf.training.host_allocator import release_free_heap, releasing_start_up_memory
 from albert_tf.training.summaries import ProgressLog, summary_writer
 from albert_tf.training.train_step import TrainStep, compiled, inner_optimizer, prepare_optimizer
 
@@ -239,7 +239,7 @@ class Trainer:
         trials = {path: self._train_step.trial_function(iterator, element_spec, path) for path in (True, False)}
         restore = compile_choice.snapshot_variables(list(self.model.variables) + list(self.optimizer.variables))
         try:
-            with releasing_free_heap():
+            with releasing_start_up_memory():
                 rates = compile_choice.measure_paths(lambda path, num_steps: trials[path](num_steps),
                                                      combine=self._mean_over_workers)
         finally:
