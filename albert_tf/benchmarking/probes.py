@@ -14,6 +14,7 @@ import numpy as np
 import tensorflow as tf
 
 from albert_tf.training.compile_choice import cpu_model_name
+from albert_tf.training.host_allocator import process_status_bytes
 
 
 def measure_matmul_peaks(m: int, k: int, n: int, dtype: str = "float32", min_seconds: float = 0.5,
@@ -93,14 +94,7 @@ def reset_rss_high_water_mark() -> bool:
 
 def rss_high_water_mark_bytes() -> Optional[int]:
     """VmHWM of /proc/self/status: the peak RSS since the last reset (or since the start), None without procfs."""
-    try:
-        with open("/proc/self/status", encoding="ascii") as handle:
-            for line in handle:
-                if line.startswith("VmHWM:"):
-                    return int(line.split()[1]) * 1024
-    except OSError:
-        pass
-    return None
+    return process_status_bytes("VmHWM")
 
 
 def peak_device_memory_bytes() -> Optional[int]:

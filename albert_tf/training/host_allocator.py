@@ -183,12 +183,21 @@ def _tensorflow_directory() -> Optional[str]:
     return list(spec.submodule_search_locations)[0]
 
 
-def _resident_file_bytes() -> int:
-    with open("/proc/self/status", encoding="ascii") as status:
-        for line in status:
-            if line.startswith("RssFile:"):
-                return int(line.split()[1]) * 1024
-    return 0
+def process_status_bytes(field: str) -> Optional[int]:
+    """A size field of /proc/self/status ("VmHWM", "RssFile", ...) in bytes; None without procfs or the field.
+
+    Example:
+    >>> process_status_bytes("NoSuchField") is None
+    True
+    """
+    try:
+        with open("/proc/self/status", encoding="ascii") as status:
+            for line in status:
+                if line.startswith(field + ":"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return None
 
 
 def release_library_pages(directories: Optional[Sequence[str]] = None) -> Optional[int]:
@@ -213,11 +222,13 @@ def release_library_pages(directories: Optional[Sequence[str]] = None) -> Option
     if directories is None:
         directories = [directory for directory in [_tensorflow_directory()] if directory]
     prefixes = tuple(os.path.join(os.path.realpath(directory), "") for directory in directories)
+    before = process_status_bytes("RssFile")
     try:
-        before = _resident_file_bytes()
         with open("/proc/self/maps", encoding="utf-8", errors="replace") as maps:
             mappings = [line.split(maxsplit=5) for line in maps]
     except OSError:
+        return None
+    if before is None:
         return None
     for fields in mappings:
         if len(fields) < 6 or not fields[5].rstrip("\n").startswith(prefixes):
@@ -226,7 +237,7 @@ def release_library_pages(directories: Optional[Sequence[str]] = None) -> Option
         # A mapping unmapped since /proc/self/maps was read fails with ENOMEM; only EINVAL means no support.
         if madvise(start, end - start, _MADV_PAGEOUT) != 0 and ctypes.get_errno() == _EINVAL:
             return None
-    return max(0, before - _resident_file_bytes())
+    return max(0, before - (process_status_bytes("RssFile") or 0))
 
 
 @contextlib.contextmanager

@@ -194,6 +194,7 @@ def test_files_outside_the_directories_keep_their_pages(disk_directory, tmp_path
     mapping.close()
 
 
+@needs_linux_procfs
 @pytest.mark.parametrize("value", ["0", "false"])
 def test_the_environment_can_keep_the_library_pages(disk_directory, monkeypatch, value):
     monkeypatch.setenv(host_allocator.LIBRARY_PAGES_VARIABLE, value)
