@@ -79,7 +79,9 @@ def verdict_table(sections: Sequence[Mapping[str, object]]) -> str:
             numbers = [f"{claim['difference']:+.4f}", f"{claim['spread']:.4f}",
                        "-" if claim.get("detectable_difference") is None else f"{claim['detectable_difference']:.4f}"
                        ] if "difference" in claim else ["-", "-", "-"]
-            rows.append(f"| {section['title']} | {claim['claim']} | **{claim['verdict']}** | {' | '.join(numbers)} |")
+            # A claim's own bars (mean |ΔL2|) would split its cell.
+            text = claim["claim"].replace("|", "\\|")
+            rows.append(f"| {section['title']} | {text} | **{claim['verdict']}** | {' | '.join(numbers)} |")
     return "\n".join(rows)
 
 

@@ -1,13 +1,14 @@
 """Verdicts from seed spreads, the sharing table's failed-run rule and the report files, on made-up results."""
 import json
 import os
+import re
 
 import pytest
 import tensorflow as tf
 
 from albert_tf.experiments import layer_transitions, sharing, sop_vs_nsp
 from albert_tf.experiments.learning_curves import experiment_curves, training_curve
-from albert_tf.experiments.report import report_text, write_report
+from albert_tf.experiments.report import report_text, verdict_table, write_report
 from albert_tf.experiments.reproduce import experiment_names
 from albert_tf.experiments.verdicts import (MASKED_LM_FAILED, detectable_difference, judge_difference,
                                             pretraining_summary, summary_text)
@@ -265,3 +266,12 @@ def test_layer_transitions_measures_smoothness_and_looks_for_a_fixed_point():
     failed = layer_transitions.layer_transitions_section(
         _transition_results({"all": [[4.0, 3.0]], "none": [[6.0, 2.0]]}, mlm=0.01), BASELINES)
     assert failed["claims"]["all_shared_is_smoother"]["verdict"] == "not judged: failed run(s) all, none"
+
+
+def test_a_claim_with_bars_stays_in_its_cell_of_the_verdict_table():
+    claims = {"smoother": {"claim": "smoother (mean |ΔL2| between depths)", "verdict": "holds", "difference": 0.3,
+                           "spread": 0.1, "detectable_difference": 0.2}}
+    row = verdict_table([{"title": "Layer transitions", "claims": claims}]).splitlines()[-1]
+    cells = re.split(r"(?<!\\)\|", row)[1:-1]
+    assert [cell.strip() for cell in cells] == ["Layer transitions", r"smoother (mean \|ΔL2\| between depths)",
+                                                "**holds**", "+0.3000", "0.1000", "0.2000"]
