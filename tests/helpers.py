@@ -1,9 +1,7 @@
 """What many test modules share: the repository's paths, tiny configs and inputs, the run scripts in a subprocess,
-small generated data (a text corpus, a SentencePiece model trained on it, number texts, pretraining records), the
-original's tokenization and squad_utils as oracles, and the official SQuAD v2.0 evaluation, transcribed."""
+small generated data (a text corpus, a SentencePiece model trained on it, number texts, pretraining records) and
+the official SQuAD v2.0 evaluation, transcribed. The original's own code runs from tests/original_albert.py."""
 import collections
-import importlib.util
-import inspect
 import os
 import random
 import re
@@ -12,7 +10,6 @@ import string
 import subprocess
 import sys
 import time
-import types
 
 import numpy as np
 import sentencepiece as spm
@@ -222,59 +219,6 @@ def write_pretraining_records(path, num_records=64, max_seq_length=16, max_predi
                 value=[1.0] * len(positions) + [0.0] * pad_predictions))
             writer.write(tf.train.Example(features=tf.train.Features(feature=example)).SerializeToString())
     return path
-
-
-def original_tokenization():
-    """google-research/albert's tokenization module (albert-tensorflow 1.1, requirements-test-oracles.txt), run as is.
-
-    Its functions call TF1's `tf.logging` and `tf.gfile`, so the module runs against `tf.compat.v1`.
-    """
-    from albert import tokenization
-
-    tokenization.tf = tf.compat.v1
-    return tokenization
-
-
-def original_tokenization_dropping_the_added_marker():
-    """The original's tokenization module with its digit-comma drop step made to fire (Hugging Face's rule).
-
-    The original compares a str piece with the bytes SPIECE_UNDERLINE, so the step never runs; here the
-    comparison is made between strs, the one change.
-    """
-    tokenization = original_tokenization()
-    source = inspect.getsource(tokenization)
-    condition = "if piece[0] != SPIECE_UNDERLINE and cur_pieces[0][0] == SPIECE_UNDERLINE:"
-    if source.count(condition) != 1:
-        raise AssertionError("The original's encode_pieces no longer has the expected digit-comma condition.")
-    patched = types.ModuleType("albert_tokenization_dropping_the_added_marker")
-    exec(compile(source.replace(condition, 'if piece[0] != u"\\u2581" and cur_pieces[0][0] == u"\\u2581":'),
-                 tokenization.__file__, "exec"), patched.__dict__)
-    patched.tf = tokenization.tf
-    return patched
-
-
-def original_squad_utils(tokenization):
-    """google-research/albert's squad_utils (albert-tensorflow 1.1) with `tokenization` as its tokenization module.
-
-    Only its feature code runs: the model, optimizer and tf.contrib imports it makes at the top (TF1 only) are
-    left out.
-    """
-    path = os.path.join(importlib.util.find_spec("albert").submodule_search_locations[0], "squad_utils.py")
-    with open(path, encoding="utf-8") as handle:
-        source = handle.read()
-    left_out = ["from albert import modeling\n", "from albert import optimization\n",
-                "from albert import tokenization\n", "from tensorflow.contrib import data as contrib_data\n",
-                "from tensorflow.contrib import layers as contrib_layers\n",
-                "from tensorflow.contrib import tpu as contrib_tpu\n"]
-    for line in left_out:
-        if source.count(line) != 1:
-            raise AssertionError(f"The original's squad_utils no longer has the line {line!r}.")
-        source = source.replace(line, "")
-    squad_utils = types.ModuleType("albert_squad_utils")
-    exec(compile(source, path, "exec"), squad_utils.__dict__)
-    squad_utils.tf = tf.compat.v1
-    squad_utils.tokenization = tokenization
-    return squad_utils
 
 
 # ---- the official SQuAD v2.0 evaluation, transcribed -----------------------------------------------

@@ -9,7 +9,7 @@ import sentencepiece as spm
 
 from albert_tf.tokenization import AlbertTokenizer, encode_pieces, load_wordpiece_vocab, preprocess_text
 from data_gen import build_vocab
-from tests import helpers
+from tests import helpers, original_albert
 
 
 def special_ids(tokenizer):
@@ -255,8 +255,7 @@ GENERATED_NUMBER_TEXTS = helpers.number_texts(400)
 @pytest.mark.parametrize("digit_comma_rule", ["keep_added_marker", "drop_added_marker"])
 def test_pieces_and_ids_equal_the_originals_on_generated_number_texts(number_model_file, digit_comma_rule):
     """The default is what the original's code does; drop_added_marker is what its code meant (Hugging Face's)."""
-    original = (helpers.original_tokenization() if digit_comma_rule == "keep_added_marker"
-                else helpers.original_tokenization_dropping_the_added_marker())
+    original = original_albert.tokenization(digit_comma_rule)
     original_tokenizer = original.FullTokenizer(None, do_lower_case=True, spm_model_file=number_model_file)
     tokenizer = AlbertTokenizer(spm_model_file=number_model_file, digit_comma_rule=digit_comma_rule)
     for text in GENERATED_NUMBER_TEXTS:

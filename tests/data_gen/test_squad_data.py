@@ -10,7 +10,7 @@ import sentencepiece as spm
 from albert_tf.tokenization import AlbertTokenizer
 from data_gen import squad, squad_postprocess
 from data_gen.squad import FeatureAlignment, SquadExample
-from tests import helpers
+from tests import original_albert
 
 PARAGRAPH = "In 1990, Café Naïve RÉSUMÉ met 1,000, PEOPLE (approximately) in Zürich."
 
@@ -401,9 +401,8 @@ _DIGIT_COMMA_ANSWERS = [
 
 
 def _original_training_positions(spm_model, digit_comma_rule, examples, max_seq_length):
-    original = (helpers.original_tokenization() if digit_comma_rule == "keep_added_marker"
-                else helpers.original_tokenization_dropping_the_added_marker())
-    squad_utils = helpers.original_squad_utils(original)
+    original = original_albert.tokenization(digit_comma_rule)
+    squad_utils = original_albert.squad_utils(original)
     tokenizer = original.FullTokenizer(None, do_lower_case=True, spm_model_file=spm_model)
     features = []
     squad_utils.convert_examples_to_features(
@@ -438,3 +437,18 @@ def test_training_features_equal_the_originals_around_digit_comma_words(spm_mode
             squad.convert_examples_to_features(examples, tokenizer, max_seq_length=64, doc_stride=32,
                                                max_query_length=16, is_training=True)]
     assert ours == _original_training_positions(spm_model, digit_comma_rule, examples, max_seq_length=64)
+
+
+def test_training_features_equal_the_originals_after_characters_outside_ascii(spm_model):
+    """A dash, a currency sign and a CJK character survive preprocessing as more than one UTF-8 byte; answers after
+    them keep their places (the original as its repository's head counts characters; albert-tensorflow 1.1 fails)."""
+    tokenizer = AlbertTokenizer(spm_model_file=spm_model)
+    cases = [("Prices rose \u2014 sharply in 1990, in Zurich.", "in Zurich"),
+             ("The \u20ac price met \u4e2d people.", "people")]
+    examples = [SquadExample(f"q{index}", "Which words come here?", paragraph, [answer], answer,
+                             paragraph.index(answer)) for index, (paragraph, answer) in enumerate(cases)]
+    ours = [(feature.input_ids, feature.start_position, feature.end_position) for feature in
+            squad.convert_examples_to_features(examples, tokenizer, max_seq_length=64, doc_stride=32,
+                                               max_query_length=16, is_training=True)]
+    assert ours == _original_training_positions(spm_model, "keep_added_marker", examples, max_seq_length=64)
+    assert all(start > 0 for _, start, _ in ours)

@@ -15,7 +15,7 @@ from albert_tf.tokenization import SPIECE_UNDERLINE, AlbertTokenizer, preprocess
 from data_gen import build_vocab, glue
 from data_gen._instances import (InstanceOptions, SpecialIds, create_instances_from_document,
                                  instance_to_example_bytes, pack_token)
-from tests import helpers
+from tests import helpers, original_albert
 
 LONG_TEXT = " ".join(f"Word{index % 17} {1000 + index}, café x{index % 10}," for index in range(1500))
 
@@ -226,8 +226,7 @@ def number_spm_model(tmp_path_factory):
 @pytest.mark.parametrize("digit_comma_rule", ["keep_added_marker", "drop_added_marker"])
 def test_tokenize_equals_the_originals_ids_on_generated_number_texts(number_spm_model, digit_comma_rule):
     """In the graph as in Python: the default is what the original's code does, drop_added_marker Hugging Face's."""
-    original = (helpers.original_tokenization() if digit_comma_rule == "keep_added_marker"
-                else helpers.original_tokenization_dropping_the_added_marker())
+    original = original_albert.tokenization(digit_comma_rule)
     original_tokenizer = original.FullTokenizer(None, do_lower_case=True, spm_model_file=number_spm_model)
     texts = helpers.number_texts(400)
     expected = [original_tokenizer.convert_tokens_to_ids(original_tokenizer.tokenize(

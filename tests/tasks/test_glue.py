@@ -10,9 +10,11 @@ import tensorflow_datasets as tfds
 
 from albert_tf import AlbertClassifier, AlbertConfig, AlbertEncoder
 from albert_tf.checkpoints import loading, writing
+from albert_tf.tasks import finetuning
 from albert_tf.tasks import glue as glue_finetuning
 from data_gen import glue
-from tests.helpers import run_python, run_script
+from tests import original_albert
+from tests.helpers import random_value, run_python, run_script
 from tests.tasks.task_data import GLUE_TINY_CONFIG, write_keyword_mrpc
 
 
@@ -96,6 +98,91 @@ def test_each_task_layout_is_read_as_the_original(glue_dir):
     assert _read(glue_dir, "RTE", "train") == [("0", "No weapons.", "Weapons found.", "not_entailment")]
     assert _read(glue_dir, "WNLI", "test") == [("4", "The cup fell.", "It fell.", None)]
     assert _read(glue_dir, "AX", "test") == [("0", "The cat sat.", "The cat did not sit.", None)]
+
+
+# run_classifier.py's processor for each task; MNLI's mismatched splits are MisMnliProcessor's.
+ORIGINAL_PROCESSORS = {"cola": "ColaProcessor", "sst-2": "Sst2Processor", "mrpc": "MrpcProcessor",
+                       "sts-b": "StsbProcessor", "qqp": "QqpProcessor", "mnli": "MnliProcessor",
+                       "qnli": "QnliProcessor", "rte": "RteProcessor", "wnli": "WnliProcessor", "ax": "AXProcessor"}
+FIXTURE_SPLITS = [(task.name, split) for name in GLUE_FILES
+                  for task in glue.GLUE_TASKS.values() if name.startswith(task.directory + "/")
+                  for split, file_name in task.split_files.items() if name == f"{task.directory}/{file_name}"]
+
+
+def _original_examples(classifier_utils, data_dir, task_name, split):
+    processor_name = "MisMnliProcessor" if split.endswith("_mismatched") else ORIGINAL_PROCESSORS[task_name]
+    processor = getattr(classifier_utils, processor_name)(use_spm=True, do_lower_case=True)
+    method = {"train": "get_train_examples", "dev": "get_dev_examples", "test": "get_test_examples"}[
+        split.split("_")[0]]
+    return getattr(processor, method)(data_dir)
+
+
+@pytest.mark.parametrize("task_name, split", FIXTURE_SPLITS, ids=[f"{t}-{s}" for t, s in FIXTURE_SPLITS])
+def test_features_equal_the_original_classifier_utils(glue_dir, spm_model_file, tokenizer, task_name, split):
+    """Each file through the original's processor and convert_single_example, and through ours: the same
+    examples in the same order, the same ids (truncated at 12 pieces), mask, segments and label ids, and the
+    test rows' index column as the guid that submissions are written with."""
+    original_tokenization = original_albert.tokenization()
+    classifier_utils = original_albert.classifier_utils(original_tokenization)
+    original_tokenizer = original_tokenization.FullTokenizer(None, do_lower_case=True, spm_model_file=spm_model_file)
+    task = glue.get_task(task_name)
+    max_seq_length = 12
+    theirs = _original_examples(classifier_utils, glue_dir, task_name, split)
+    ours = glue.read_examples(glue_dir, task, split)
+
+    assert len(ours) == len(theirs) > 0
+    label_list = classifier_utils.StsbProcessor(True, True).get_labels() if task.is_regression else list(task.labels)
+    for index, (example, original_example) in enumerate(zip(ours, theirs)):
+        expected = classifier_utils.convert_single_example(index, original_example, label_list, max_seq_length,
+                                                           original_tokenizer, task_name)
+        features = glue.convert_example(example, index, task, tokenizer, max_seq_length)
+        assert features["input_word_ids"] == expected.input_ids
+        assert features["input_mask"] == expected.input_mask
+        assert features["input_type_ids"] == expected.segment_ids
+        assert features["label_ids"] == expected.label_id
+        if split.startswith("test"):
+            assert example.guid == original_example.guid
+
+
+@pytest.mark.parametrize("task_name", ["mnli", "sts-b"])
+def test_classifier_outputs_and_losses_equal_the_original_create_model(glue_dir, tokenizer, tmp_path, task_name):
+    """The original's create_model (evaluation mode) on random weights, its checkpoint loaded into AlbertClassifier:
+    the same logits, probabilities (or STS-B predictions) and per-example losses on the fixture's examples."""
+    task = glue.get_task(task_name)
+    examples = [example for split in task.split_files if os.path.exists(glue.split_file(glue_dir, task, split))
+                for example in glue.read_examples(glue_dir, task, split)]
+    features = [glue.convert_example(example, index, task, tokenizer, 24) for index, example in enumerate(examples)]
+    label_dtype = np.float32 if task.is_regression else np.int32
+    batch = {name: np.array([feature[name] for feature in features], label_dtype if name == "label_ids" else np.int32)
+             for name in features[0]}
+    config_values = dict(GLUE_TINY_CONFIG, hidden_act="gelu")
+
+    classifier_utils = original_albert.classifier_utils(original_albert.tokenization())
+    with tf.Graph().as_default():
+        _, per_example_loss, probabilities, logits, _ = classifier_utils.create_model(
+            classifier_utils.modeling.AlbertConfig.from_dict(config_values), False,
+            tf.constant(batch["input_word_ids"]), tf.constant(batch["input_mask"]),
+            tf.constant(batch["input_type_ids"]), tf.constant(batch["label_ids"]), task.num_labels, False, task.name)
+        with tf.compat.v1.Session() as session:
+            rng = np.random.default_rng(0)
+            for variable in tf.compat.v1.trainable_variables():
+                variable.load(random_value(variable.op.name, tuple(variable.shape), rng), session)
+            tf.compat.v1.train.Saver().save(session, str(tmp_path / "model.ckpt"), write_meta_graph=False)
+            expected = session.run({"per_example_loss": per_example_loss, "probabilities": probabilities,
+                                    "logits": logits})
+
+    model = AlbertClassifier(AlbertConfig(**config_values), num_labels=task.num_labels)
+    loading.load_weights(model, str(tmp_path / "model.ckpt"), format="tf1")
+    inputs = {name: tf.constant(value) for name, value in batch.items()}
+    if task.is_regression:
+        outputs = finetuning.regression_predict_fn(model, inputs)
+        np.testing.assert_allclose(outputs["predictions"].numpy(), expected["logits"], rtol=1e-5, atol=1e-5)
+    else:
+        outputs = finetuning.classification_predict_fn(model, inputs)
+        np.testing.assert_allclose(outputs["logits"].numpy(), expected["logits"], rtol=1e-5, atol=1e-5)
+        np.testing.assert_allclose(outputs["probabilities"].numpy(), expected["probabilities"], atol=1e-6)
+    np.testing.assert_allclose(outputs["per_example_loss"].numpy(), expected["per_example_loss"], rtol=1e-5,
+                               atol=1e-5)
 
 
 def test_label_lists_are_the_originals():

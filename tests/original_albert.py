@@ -1,0 +1,172 @@
+"""google-research/albert's own code (albert-tensorflow 1.1, requirements-test-oracles.txt), run as is under
+tf.compat.v1: the oracle for side-by-side tests. tokenization, squad_utils and classifier_utils' data code run in
+Python; modeling.py, run_pretraining.py's heads and the optimizers build a TF1 graph.
+
+Two things of TF1 are gone from TensorFlow 2.21 and are supplied here, each with TF 1.15's semantics:
+- `tensorflow.contrib.layers.layer_norm` (scope `LayerNorm` by default, variables `beta` and `gamma` over the
+  last axis, moments over the last axis, variance epsilon 1e-12 for float32);
+- `tf.layers.dense`, which Keras 3 no longer provides under tf.compat.v1 (scope `dense` by default, variables
+  `kernel` and `bias`, the bias starting at zero), for the 2-D inputs the original gives it.
+Everything else is the original's source, executed with those two names bound; the lines that import them (and
+`import tensorflow as tf`, which would rebind TF2) are the only ones left out.
+"""
+import ast
+import importlib.util
+import os
+import types
+
+import tensorflow as tf
+
+_TF1 = tf.compat.v1
+
+
+def _layer_norm(inputs, begin_norm_axis=-1, begin_params_axis=-1, scope=None):
+    if begin_norm_axis != -1 or begin_params_axis != -1:
+        raise NotImplementedError("The oracle's layer_norm covers the last axis only, as modeling.py calls it.")
+    with _TF1.variable_scope(scope, default_name="LayerNorm"):
+        params_shape = inputs.shape[-1:]
+        beta = _TF1.get_variable("beta", shape=params_shape, initializer=_TF1.zeros_initializer())
+        gamma = _TF1.get_variable("gamma", shape=params_shape, initializer=_TF1.ones_initializer())
+        mean, variance = tf.nn.moments(inputs, [inputs.shape.ndims - 1], keepdims=True)
+        return tf.nn.batch_normalization(inputs, mean, variance, offset=beta, scale=gamma, variance_epsilon=1e-12)
+
+
+def _dense(inputs, units, activation=None, kernel_initializer=None, name=None):
+    if inputs.shape.ndims != 2:
+        raise NotImplementedError("The oracle's dense takes [batch, width] inputs, as the original gives it.")
+    with _TF1.variable_scope(name, default_name="dense"):
+        kernel = _TF1.get_variable("kernel", shape=[inputs.shape[-1], units], initializer=kernel_initializer)
+        bias = _TF1.get_variable("bias", shape=[units], initializer=_TF1.zeros_initializer())
+        outputs = tf.nn.bias_add(tf.matmul(inputs, kernel), bias)
+        return activation(outputs) if activation is not None else outputs
+
+
+class _TF1WithDense:
+    """tf.compat.v1, with the `layers.dense` Keras 3 took away."""
+
+    layers = types.SimpleNamespace(dense=_dense)
+
+    def __getattr__(self, name):
+        return getattr(_TF1, name)
+
+
+def _source(module_name):
+    path = os.path.join(importlib.util.find_spec("albert").submodule_search_locations[0], f"{module_name}.py")
+    with open(path, encoding="utf-8") as handle:
+        return path, handle.read()
+
+
+def _without(source, lines, path):
+    for line in lines:
+        if source.count(line) != 1:
+            raise AssertionError(f"{path} no longer has the line {line!r} exactly once.")
+        source = source.replace(line, "")
+    return source
+
+
+def _replaced(source, old, new, path):
+    if source.count(old) != 1:
+        raise AssertionError(f"{path} no longer has {old!r} exactly once.")
+    return source.replace(old, new)
+
+
+def _execute(module_name, source, path, **names):
+    """Runs `source` (text or a parsed module) as a fresh module whose `tf` is _TF1WithDense, beside `names`."""
+    module = types.ModuleType(f"original_albert_{module_name}")
+    module.__dict__.update(tf=_TF1WithDense(), **names)
+    exec(compile(source, path, "exec"), module.__dict__)
+    return module
+
+
+def modeling():
+    """The original modeling.py: AlbertConfig, AlbertModel, layer_norm, get_activation, ..."""
+    path, source = _source("modeling")
+    left_out = ["import tensorflow as tf\n", "from tensorflow.contrib import layers as contrib_layers\n"]
+    source = _without(source, left_out, path)
+    return _execute("modeling", source, path, contrib_layers=types.SimpleNamespace(layer_norm=_layer_norm))
+
+
+def optimization():
+    """The original optimization.py (create_optimizer, AdamWeightDecayOptimizer) over its lamb_optimizer.py."""
+    lamb_path, lamb_source = _source("lamb_optimizer")
+    lamb_optimizer = _execute("lamb_optimizer", _without(lamb_source, ["import tensorflow as tf\n"], lamb_path),
+                              lamb_path)
+    path, source = _source("optimization")
+    source = _without(source, ["import tensorflow as tf\n", "from albert import lamb_optimizer\n",
+                               "from tensorflow.contrib import tpu as contrib_tpu\n"], path)
+    return _execute("optimization", source, path, lamb_optimizer=lamb_optimizer)
+
+
+def pretraining_heads(original_modeling):
+    """run_pretraining.py's get_masked_lm_output, get_sentence_order_output and gather_indexes.
+
+    Only those three functions are executed: the module itself defines TF1 flags and imports tf.contrib.
+    """
+    path, source = _source("run_pretraining")
+    wanted = {"get_masked_lm_output", "get_sentence_order_output", "gather_indexes"}
+    functions = [node for node in ast.parse(source).body if isinstance(node, ast.FunctionDef) and node.name in wanted]
+    if {node.name for node in functions} != wanted:
+        raise AssertionError(f"{path} no longer defines {sorted(wanted)}.")
+    return _execute("run_pretraining", ast.Module(body=functions, type_ignores=[]), path, modeling=original_modeling)
+
+
+def tokenization(digit_comma_rule="keep_added_marker"):
+    """The original tokenization module: as is ("keep_added_marker", what its code does), or with its digit-comma
+    drop step made to fire ("drop_added_marker", what its code meant and Hugging Face's rule).
+
+    The original compares a str piece with the bytes SPIECE_UNDERLINE, so the drop step never runs; the second
+    form compares strs, the one change.
+    """
+    from albert import tokenization as original
+
+    original.tf = _TF1  # tf.logging and tf.gfile
+    if digit_comma_rule == "keep_added_marker":
+        return original
+    if digit_comma_rule != "drop_added_marker":
+        raise ValueError(f"Unknown digit_comma_rule {digit_comma_rule!r}.")
+    path, source = _source("tokenization")
+    source = _replaced(_without(source, ["import tensorflow as tf\n"], path),
+                       "if piece[0] != SPIECE_UNDERLINE and cur_pieces[0][0] == SPIECE_UNDERLINE:",
+                       'if piece[0] != u"\\u2581" and cur_pieces[0][0] == u"\\u2581":', path)
+    return _execute("tokenization_dropping_the_added_marker", source, path)
+
+
+def squad_utils(original_tokenization):
+    """The original squad_utils over `original_tokenization`; only its feature code is meant to run (the model,
+    optimizer and tf.contrib imports at its top are left out).
+
+    With the repository head's character counting, the other data fix albert-tensorflow 1.1 predates: 1.1 measures
+    each paragraph piece in UTF-8 bytes against a text it indexes in characters, which misaligns every answer after
+    a character that preprocessing leaves outside ASCII.
+    """
+    path, source = _source("squad_utils")
+    source = _replaced(source, """      new_token = six.ensure_binary(token).replace(
+          tokenization.SPIECE_UNDERLINE, b" ")""", """      new_token = six.ensure_text(token).replace(
+          tokenization.SPIECE_UNDERLINE.decode("utf-8"), " ")""", path)
+    source = _without(source, ["import tensorflow as tf\n", "from albert import modeling\n",
+                               "from albert import optimization\n", "from albert import tokenization\n",
+                               "from tensorflow.contrib import data as contrib_data\n",
+                               "from tensorflow.contrib import layers as contrib_layers\n",
+                               "from tensorflow.contrib import tpu as contrib_tpu\n"], path)
+    return _execute("squad_utils", source, path, tokenization=original_tokenization)
+
+
+def classifier_utils(original_tokenization):
+    """The original classifier_utils over `original_tokenization`: the GLUE processors, convert_single_example
+    and create_model (with modeling()); the optimizer and tf.contrib imports at its top are left out.
+
+    With the repository's fix 1dcca98 (2020-01-23), one of the two data fixes albert-tensorflow 1.1 predates: its
+    processors passed do_lower_case to preprocess_text's second parameter, `remove_space`, and never lowercased.
+    create_model reads the hidden size as the repository's head does (TF2 shapes hold ints, not Dimensions).
+    """
+    path, source = _source("classifier_utils")
+    source = _replaced(source, "tokenization.preprocess_text(text, self.do_lower_case)",
+                       "tokenization.preprocess_text(text, lower=self.do_lower_case)", path)
+    source = _replaced(source, "hidden_size = output_layer.shape[-1].value", "hidden_size = output_layer.shape[-1]",
+                       path)
+    source = _without(source, ["import tensorflow as tf\n", "from albert import modeling\n",
+                               "from albert import optimization\n", "from albert import tokenization\n",
+                               "from tensorflow.contrib import data as contrib_data\n",
+                               "from tensorflow.contrib import metrics as contrib_metrics\n",
+                               "from tensorflow.contrib import tpu as contrib_tpu\n"], path)
+    return _execute("classifier_utils", source, path, tokenization=original_tokenization, modeling=modeling())
