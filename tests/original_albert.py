@@ -1,14 +1,16 @@
 """google-research/albert's own code (albert-tensorflow 1.1, requirements-test-oracles.txt), run as is under
-tf.compat.v1: the oracle for side-by-side tests. tokenization, squad_utils and classifier_utils' data code run in
-Python; modeling.py, run_pretraining.py's heads and the optimizers build a TF1 graph.
+tf.compat.v1: the oracle for side-by-side tests. tokenization and the data code of squad_utils and classifier_utils
+run in Python; modeling.py, the task heads and the optimizers build a TF1 graph.
 
-Two things of TF1 are gone from TensorFlow 2.21 and are supplied here, each with TF 1.15's semantics:
+Some of TF1 is gone from TensorFlow 2.21 and is supplied here, with TF 1.15's semantics:
 - `tensorflow.contrib.layers.layer_norm` (scope `LayerNorm` by default, variables `beta` and `gamma` over the
   last axis, moments over the last axis, variance epsilon 1e-12 for float32);
-- `tf.layers.dense`, which Keras 3 no longer provides under tf.compat.v1 (scope `dense` by default, variables
-  `kernel` and `bias`, the bias starting at zero), for the 2-D inputs the original gives it.
-Everything else is the original's source, executed with those two names bound; the lines that import them (and
-`import tensorflow as tf`, which would rebind TF2) are the only ones left out.
+- `tf.layers.dense` and `tf.layers.dropout`, which Keras 3 no longer provides under tf.compat.v1 (scope `dense` by
+  default, variables `kernel` and `bias`, the bias starting at zero, the last axis contracted; dropout only when
+  training).
+Everything else is the original's source, executed with those bound; the lines that import them (and
+`import tensorflow as tf`, which would rebind TF2) are left out, and two data fixes of the repository's head are
+applied (see classifier_utils and squad_utils).
 """
 import ast
 import importlib.util
@@ -31,20 +33,24 @@ def _layer_norm(inputs, begin_norm_axis=-1, begin_params_axis=-1, scope=None):
         return tf.nn.batch_normalization(inputs, mean, variance, offset=beta, scale=gamma, variance_epsilon=1e-12)
 
 
-def _dense(inputs, units, activation=None, kernel_initializer=None, name=None):
-    if inputs.shape.ndims != 2:
-        raise NotImplementedError("The oracle's dense takes [batch, width] inputs, as the original gives it.")
+def _dense(inputs, units, activation=None, kernel_initializer=None, name=None, use_bias=True):
     with _TF1.variable_scope(name, default_name="dense"):
         kernel = _TF1.get_variable("kernel", shape=[inputs.shape[-1], units], initializer=kernel_initializer)
-        bias = _TF1.get_variable("bias", shape=[units], initializer=_TF1.zeros_initializer())
-        outputs = tf.nn.bias_add(tf.matmul(inputs, kernel), bias)
+        outputs = tf.tensordot(inputs, kernel, [[inputs.shape.ndims - 1], [0]])
+        if use_bias:
+            bias = _TF1.get_variable("bias", shape=[units], initializer=_TF1.zeros_initializer())
+            outputs = tf.nn.bias_add(outputs, bias)
         return activation(outputs) if activation is not None else outputs
 
 
-class _TF1WithDense:
-    """tf.compat.v1, with the `layers.dense` Keras 3 took away."""
+def _dropout(inputs, rate=0.5, training=False):
+    return tf.nn.dropout(inputs, rate=rate) if training and rate else inputs
 
-    layers = types.SimpleNamespace(dense=_dense)
+
+class _TF1WithDense:
+    """tf.compat.v1, with the `layers.dense` and `layers.dropout` Keras 3 took away."""
+
+    layers = types.SimpleNamespace(dense=_dense, dropout=_dropout)
 
     def __getattr__(self, name):
         return getattr(_TF1, name)
@@ -132,8 +138,8 @@ def tokenization(digit_comma_rule="keep_added_marker"):
 
 
 def squad_utils(original_tokenization):
-    """The original squad_utils over `original_tokenization`; only its feature code is meant to run (the model,
-    optimizer and tf.contrib imports at its top are left out).
+    """The original squad_utils over `original_tokenization`: its features and its v1 and v2 heads (with
+    modeling()); the optimizer and tf.contrib imports at its top are left out.
 
     With the repository head's character counting, the other data fix albert-tensorflow 1.1 predates: 1.1 measures
     each paragraph piece in UTF-8 bytes against a text it indexes in characters, which misaligns every answer after
@@ -148,7 +154,8 @@ def squad_utils(original_tokenization):
                                "from tensorflow.contrib import data as contrib_data\n",
                                "from tensorflow.contrib import layers as contrib_layers\n",
                                "from tensorflow.contrib import tpu as contrib_tpu\n"], path)
-    return _execute("squad_utils", source, path, tokenization=original_tokenization)
+    return _execute("squad_utils", source, path, tokenization=original_tokenization, modeling=modeling(),
+                    contrib_layers=types.SimpleNamespace(layer_norm=_layer_norm))
 
 
 def classifier_utils(original_tokenization):
