@@ -1,6 +1,8 @@
 """google-research/albert's own code (albert-tensorflow 1.1, requirements-test-oracles.txt), run as is under
 tf.compat.v1: the oracle for side-by-side tests. tokenization and the data code of squad_utils and classifier_utils
-run in Python; modeling.py, the task heads and the optimizers build a TF1 graph.
+run in Python; modeling.py, the task heads and the optimizers build a TF1 graph. create_pretraining_data.py and
+race_utils.py are not in that package: they are read from a checkout of the repository when
+$ALBERT_ORIGINAL_CHECKOUT names one (tests/data_gen/test_against_original_checkout.py).
 
 Some of TF1 is gone from TensorFlow 2.21 and is supplied here, with TF 1.15's semantics:
 - `tensorflow.contrib.layers.layer_norm` (scope `LayerNorm` by default, variables `beta` and `gamma` over the
@@ -17,6 +19,7 @@ import importlib.util
 import os
 import types
 
+import numpy as np
 import tensorflow as tf
 
 _TF1 = tf.compat.v1
@@ -177,3 +180,57 @@ def classifier_utils(original_tokenization):
                                "from tensorflow.contrib import metrics as contrib_metrics\n",
                                "from tensorflow.contrib import tpu as contrib_tpu\n"], path)
     return _execute("classifier_utils", source, path, tokenization=original_tokenization, modeling=modeling())
+
+
+# ---- files albert-tensorflow 1.1 does not ship, read from a checkout of the repository -----------------------
+
+CHECKOUT_VARIABLE = "ALBERT_ORIGINAL_CHECKOUT"
+
+
+def checkout():
+    """The google-research/albert checkout that $ALBERT_ORIGINAL_CHECKOUT names (its head, b772393, was checked),
+    or None: create_pretraining_data.py and race_utils.py are only there."""
+    directory = os.environ.get(CHECKOUT_VARIABLE)
+    if directory and not os.path.isfile(os.path.join(directory, "race_utils.py")):
+        raise AssertionError(f"${CHECKOUT_VARIABLE}={directory} holds no race_utils.py; it must name a checkout of "
+                             "google-research/albert.")
+    return directory
+
+
+def _checkout_source(module_name):
+    path = os.path.join(checkout(), f"{module_name}.py")
+    with open(path, encoding="utf-8") as handle:
+        return path, handle.read()
+
+
+def race_utils(original_tokenization):
+    """The repository's race_utils: RaceProcessor and convert_single_example (1.1's classifier_utils beside it)."""
+    path, source = _checkout_source("race_utils")
+    source = _without(source, ["from albert import classifier_utils\n", "from albert import fine_tuning_utils\n",
+                               "from albert import modeling\n", "from albert import optimization\n",
+                               "from albert import tokenization\n", "import tensorflow.compat.v1 as tf\n",
+                               "from tensorflow.compat.v1 import estimator as tf_estimator\n",
+                               "from tensorflow.contrib import tpu as contrib_tpu\n"], path)
+    return _execute("race_utils", source, path, tokenization=original_tokenization,
+                    classifier_utils=classifier_utils(original_tokenization))
+
+
+def create_pretraining_data(original_tokenization, flags, ngram_uniform):
+    """The repository's create_pretraining_data with `flags` as its FLAGS (its flag definitions left out) and
+    `np.random.choice` drawing its uniform from `ngram_uniform()` by numpy's own rule (the cumulative sum,
+    normalised, searched from the right); every other numpy name is numpy's."""
+    path, source = _checkout_source("create_pretraining_data")
+    source = _without(source, ["from albert import tokenization\n", "import tensorflow.compat.v1 as tf\n",
+                               "import numpy as np\n"], path)
+    flag_definitions = source[source.index("flags = tf.flags"):source.index("class TrainingInstance")]
+    source = _without(source, [flag_definitions], path)
+
+    def choice(values, p):
+        cumulative = np.cumsum(p)
+        cumulative /= cumulative[-1]
+        return values[int(cumulative.searchsorted(ngram_uniform(), side="right"))]
+
+    numpy_with_choice = types.SimpleNamespace(arange=np.arange, int64=np.int64,
+                                              random=types.SimpleNamespace(choice=choice))
+    return _execute("create_pretraining_data", source, path, tokenization=original_tokenization, FLAGS=flags,
+                    np=numpy_with_choice)

@@ -1,0 +1,144 @@
+"""Pretraining records and RACE features against the original repository's own create_pretraining_data.py and
+race_utils.py, which albert-tensorflow 1.1 does not ship. Runs when $ALBERT_ORIGINAL_CHECKOUT names a checkout of
+google-research/albert (`git clone https://github.com/google-research/albert`); skipped otherwise.
+
+The original draws everything from one `random.Random(random_seed)` and its n-gram lengths from numpy's unseeded
+global generator; ours draws from streams seeded per block (BUILD_NOTES, "Pretraining instances"). Here the
+original's generator is split into ours: its first shuffle (the documents) from our documents stream, the rest
+from our instance stream, and np.random.choice from our n-gram stream by numpy's own rule. Given the same draws,
+the records must be the same.
+"""
+import hashlib
+import json
+import random
+import types
+
+import pytest
+import tensorflow as tf
+
+from albert_tf.tokenization import AlbertTokenizer
+from data_gen import create_pretraining_data as pretraining_data
+from data_gen import race
+from tests import helpers, original_albert
+
+pytestmark = pytest.mark.skipif(original_albert.checkout() is None,
+                                reason=f"${original_albert.CHECKOUT_VARIABLE} names no google-research/albert checkout")
+
+SETTINGS = dict(max_seq_length=64, max_predictions_per_seq=10, masked_lm_prob=0.15, short_seq_prob=0.1, ngram=3,
+                favor_shorter_ngram=True, do_whole_word_mask=True, random_next_sentence=False, random_seed=12345)
+VARIANTS = {
+    "defaults": {},
+    "NSP": dict(random_next_sentence=True),
+    "longer n-grams, no whole words": dict(favor_shorter_ngram=False, do_whole_word_mask=False, ngram=4,
+                                           random_seed=7),
+    "short sequences": dict(max_seq_length=20, max_predictions_per_seq=3, short_seq_prob=0.5),
+}
+
+
+@pytest.fixture(scope="module")
+def corpus_and_model(tmp_path_factory):
+    directory = tmp_path_factory.mktemp("original_checkout")
+    spm_model = helpers.make_spm_model(str(directory), vocab_size=150, num_documents=200)
+    corpus = str(directory / "corpus.txt")
+    helpers.write_corpus(corpus, num_documents=150, sentences_per_document=(1, 12), seed=3)
+    return corpus, spm_model
+
+
+def _stream(random_seed, name):
+    """Our generator's stream `name` of block 0 (data_gen.create_pretraining_data._seed)."""
+    digest = hashlib.sha256(f"{random_seed}/0/{name}".encode()).digest()
+    return random.Random(int.from_bytes(digest[:8], "big"))
+
+
+class _OneGeneratorAsOurStreams:
+    """The original's single rng, answered from our streams of block 0, dupe pass 0."""
+
+    def __init__(self, random_seed):
+        self._documents = _stream(random_seed, "documents")
+        self._instances = _stream(random_seed, "instances/0")
+        self._documents_shuffled = False
+
+    def shuffle(self, items):
+        if self._documents_shuffled:
+            return self._instances.shuffle(items)
+        self._documents_shuffled = True
+        return self._documents.shuffle(items)
+
+    def random(self):
+        return self._instances.random()
+
+    def randint(self, low, high):
+        return self._instances.randint(low, high)
+
+
+def _examples(path):
+    return [tf.train.Example.FromString(record.numpy()) for record in tf.data.TFRecordDataset(path)]
+
+
+@pytest.mark.parametrize("variant", VARIANTS.values(), ids=VARIANTS.keys())
+def test_records_equal_the_originals_given_the_same_draws(corpus_and_model, tmp_path, variant):
+    corpus, spm_model = corpus_and_model
+    settings = dict(SETTINGS, **variant)
+    tokenization = original_albert.tokenization()
+    flags = types.SimpleNamespace(input_file_mode="r", spm_model_file=spm_model, do_lower_case=True,
+                                  do_permutation=False, **{k: v for k, v in settings.items() if k != "random_seed"})
+    original = original_albert.create_pretraining_data(tokenization, flags,
+                                                       _stream(settings["random_seed"], "ngrams/0").random)
+    tokenizer = tokenization.FullTokenizer(None, do_lower_case=True, spm_model_file=spm_model)
+    instances = original.create_training_instances(
+        [corpus], tokenizer, settings["max_seq_length"], 1, settings["short_seq_prob"], settings["masked_lm_prob"],
+        settings["max_predictions_per_seq"], _OneGeneratorAsOurStreams(settings["random_seed"]))
+    original.write_instance_to_example_files(instances, tokenizer, settings["max_seq_length"],
+                                             settings["max_predictions_per_seq"], [str(tmp_path / "theirs.tfrecord")])
+    pretraining_data.create_pretraining_data(corpus, [str(tmp_path / "ours.tfrecord")], spm_model, dupe_factor=1,
+                                             **settings)
+
+    theirs, ours = _examples(str(tmp_path / "theirs.tfrecord")), _examples(str(tmp_path / "ours.tfrecord"))
+    assert len(ours) == len(theirs) > 100
+    assert [index for index, (a, b) in enumerate(zip(ours, theirs)) if a != b] == []
+
+
+def _race_article(rng, level, index):
+    words = ("the model learns a shared block of attention and feed forward weights that runs at every depth "
+             "Café naïve RÉSUMÉ 1990, 1,000, people — € 中 x12,").split()
+
+    def text(length):
+        return " ".join(rng.choice(words) for _ in range(length))
+
+    questions = ["What is _ ?", "_ comes first", "The end is _", "Two _ blanks _ here", "No blank at all?",
+                 "Fullwidth \uff3f blank", "  spaced   question  _  ", "Tab\tseparated _"]
+    count = rng.randint(1, 4)
+    return {"id": f"{level}{index}.txt", "article": text(rng.choice([3, 20, 80, 200])),
+            "questions": [rng.choice(questions) for _ in range(count)],
+            "options": [[rng.choice(["", " lead", "trail ", "  both  ", text(1), text(3), text(12), "A_B"])
+                         for _ in range(4)] for _ in range(count)],
+            "answers": [rng.choice("ABCD") for _ in range(count)]}
+
+
+def test_race_features_equal_the_originals(corpus_and_model, tmp_path):
+    """Blanks at either end, several blanks, a fullwidth blank, empty and space-edged options, accents, long
+    articles and long questions, at three lengths: the same four sequences and label per question."""
+    _, spm_model = corpus_and_model
+    rng = random.Random(0)
+    for level in race.LEVELS:
+        directory = tmp_path / "RACE" / "dev" / level
+        directory.mkdir(parents=True)
+        (directory / "all.txt").write_text(
+            "".join(json.dumps(_race_article(rng, level, index)) + "\n" for index in range(20)), encoding="utf-8")
+    tokenization = original_albert.tokenization()
+    race_utils = original_albert.race_utils(tokenization)
+    theirs = race_utils.RaceProcessor(True, True, False, False).get_dev_examples(str(tmp_path))
+    ours = race.read_examples(str(tmp_path), "dev")
+    original_tokenizer = tokenization.FullTokenizer(None, do_lower_case=True, spm_model_file=spm_model)
+    tokenizer = AlbertTokenizer(spm_model_file=spm_model)
+
+    assert len(ours) == len(theirs) > 40
+    for max_seq_length, max_qa_length in [(64, 16), (128, 40), (24, 8)]:
+        for index, (example, original_example) in enumerate(zip(ours, theirs)):
+            expected = race_utils.convert_single_example(index, original_example, 4, max_seq_length,
+                                                         original_tokenizer, max_qa_length)
+            features = race.convert_example(example, index, tokenizer, max_seq_length, max_qa_length)
+            assert features["input_word_ids"] == expected.input_ids, (index, max_seq_length)
+            assert features["input_mask"] == expected.input_mask, (index, max_seq_length)
+            assert features["input_type_ids"] == expected.segment_ids, (index, max_seq_length)
+            assert features["label_ids"] == expected.label_id, (index, max_seq_length)
