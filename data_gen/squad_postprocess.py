@@ -187,7 +187,9 @@ def _nbest(example, alignment, candidates, n_best_size, score_names):
         if len(nbest) >= n_best_size:
             break
         first_char = alignment.token_start_char[feature, start]
-        last_char = alignment.token_end_char[feature, end]
+        # A paragraph-initial word-start marker alone covers no character (end = start - 1); the original's
+        # alignment gives it the paragraph's first character, so a span of just that piece answers it.
+        last_char = max(alignment.token_end_char[feature, end], first_char)
         text = example.paragraph_text[first_char:last_char + 1].strip()
         if text in seen:
             continue

@@ -1,7 +1,9 @@
 """SQuAD readers, character alignment, features, caching and post-processing (data_gen.squad*)."""
 import json
+import os
 import random
 import string
+import tempfile
 
 import numpy as np
 import pytest
@@ -452,3 +454,97 @@ def test_training_features_equal_the_originals_after_characters_outside_ascii(sp
                                                max_query_length=16, is_training=True)]
     assert ours == _original_training_positions(spm_model, "keep_added_marker", examples, max_seq_length=64)
     assert all(start > 0 for _, start, _ in ours)
+
+
+def _original_evaluation_features(squad_utils, tokenizer, examples, **lengths):
+    features = []
+    squad_utils.convert_examples_to_features(
+        [squad_utils.SquadExample(example.qas_id, example.question_text, example.paragraph_text)
+         for example in examples],
+        tokenizer, is_training=False, output_fn=features.append, do_lower_case=True, **lengths)
+    return features
+
+
+def _random_paragraph(rng):
+    words = ["cafe", "naive", "resume", "people", "zurich", "1990,", "1,000,", "met", "in", "the", "\u2014", "\u20ac"]
+    return " ".join(rng.choice(words) for _ in range(rng.randint(4, 40))).capitalize() + "."
+
+
+@pytest.mark.parametrize("version", ["v1", "v2"])
+def test_predictions_equal_the_originals_on_random_model_outputs(spm_model, tokenizer, version):
+    """The original's accumulate_predictions / write_predictions against postprocess_v1 / v2 on the same features
+    (several spans per question) and random model outputs: the same answers, n-best texts, probabilities and
+    scores, and for v2 the same null odds. The beams point anywhere, the question and padding included."""
+    rng = random.Random(1)
+    paragraphs = [PARAGRAPH] + [_random_paragraph(rng) for _ in range(8)]
+    examples = [SquadExample(f"q{index}-{question}", f"Which {question}?", paragraph, [])
+                for index, paragraph in enumerate(paragraphs) for question in ("word", "place")]
+    lengths = dict(max_seq_length=40, doc_stride=12, max_query_length=8)
+    ours = list(squad.convert_examples_to_features(examples, tokenizer, is_training=False, **lengths))
+    original = original_albert.tokenization()
+    squad_utils = original_albert.squad_utils(original)
+    theirs = _original_evaluation_features(
+        squad_utils, original.FullTokenizer(None, do_lower_case=True, spm_model_file=spm_model), examples, **lengths)
+    assert [feature.input_ids for feature in ours] == [feature.input_ids for feature in theirs]
+    assert len(ours) > len(examples)  # some questions have several spans
+    numbers = np.random.default_rng(2)
+    n_best_size, max_answer_length, seq = 6, 8, lengths["max_seq_length"]
+    unique_ids = np.array([feature.unique_id for feature in ours])
+    if version == "v1":
+        logits = numbers.normal(size=(2, len(ours), seq))
+        # The first question's best span is its paragraph's first piece alone: a word-start marker by itself.
+        first_piece = theirs[0].tokens.index("[SEP]") + 1
+        assert theirs[0].tokens[first_piece] == "\u2581"
+        logits[:, 0, first_piece] = 10.0
+        results = {"unique_ids": unique_ids, "start_logits": logits[0], "end_logits": logits[1]}
+        raw = [squad_utils.RawResult(feature.unique_id, list(logits[0, row]), list(logits[1, row]))
+               for row, feature in enumerate(theirs)]
+        predictions, nbest = squad_postprocess.postprocess_v1(examples, FeatureAlignment.from_features(ours),
+                                                              results, n_best_size, max_answer_length)
+        null_odds = None
+        score_names = ("start_logit", "end_logit")
+    else:
+        start_n_top = end_n_top = 4
+        # Top-k beams, as the model's: distinct positions in decreasing log-probability, per start for the ends.
+        start_index = np.stack([numbers.choice(seq, start_n_top, replace=False) for _ in ours])
+        end_index = np.stack([np.concatenate([numbers.choice(seq, end_n_top, replace=False)
+                                              for _ in range(start_n_top)]) for _ in ours])
+        start_log_probs = -np.sort(numbers.exponential(size=(len(ours), start_n_top)), axis=1)
+        end_log_probs = -np.sort(numbers.exponential(size=(len(ours), start_n_top, end_n_top)), axis=2).reshape(
+            len(ours), -1)
+        cls_logits = numbers.normal(size=len(ours))
+        results = {"unique_ids": unique_ids, "start_top_log_probs": start_log_probs, "start_top_index": start_index,
+                   "end_top_log_probs": end_log_probs, "end_top_index": end_index, "cls_logits": cls_logits}
+        raw = [squad_utils.RawResultV2(feature.unique_id, start_log_probs[row], start_index[row],
+                                       end_log_probs[row], end_index[row], cls_logits[row])
+               for row, feature in enumerate(theirs)]
+        predictions, nbest, null_odds = squad_postprocess.postprocess_v2(
+            examples, FeatureAlignment.from_features(ours), results, n_best_size, max_answer_length)
+        score_names = ("start_log_prob", "end_log_prob")
+
+    directory = tempfile.mkdtemp()
+    files = [os.path.join(directory, name) for name in ("predictions.json", "nbest.json", "null_odds.json")]
+    result_dict = {}
+    if version == "v1":
+        squad_utils.accumulate_predictions_v1(result_dict, examples, theirs, raw, n_best_size, max_answer_length)
+        expected = squad_utils.write_predictions_v1(result_dict, examples, theirs, raw, n_best_size,
+                                                    max_answer_length, *files[:2])
+    else:
+        cls_dict = {}
+        squad_utils.accumulate_predictions_v2(result_dict, cls_dict, examples, theirs, raw, n_best_size,
+                                              max_answer_length, start_n_top, end_n_top)
+        expected, expected_null_odds = squad_utils.write_predictions_v2(
+            result_dict, cls_dict, examples, theirs, raw, n_best_size, max_answer_length, *files, None)
+        assert null_odds == pytest.approx(dict(expected_null_odds))
+    with open(files[1], encoding="utf-8") as handle:
+        expected_nbest = json.load(handle)
+    assert predictions == dict(expected)
+    assert sum(text not in ("", "empty") for text in predictions.values()) > len(examples) // 2
+    if version == "v1":
+        assert predictions[examples[0].qas_id] == PARAGRAPH[0]
+    for qas_id, entries in expected_nbest.items():
+        assert [entry["text"] for entry in nbest[qas_id]] == [entry["text"] for entry in entries], qas_id
+        for ours_entry, entry in zip(nbest[qas_id], entries):
+            assert ours_entry["probability"] == pytest.approx(entry["probability"])
+            assert ours_entry[score_names[0]] == pytest.approx(entry["start_log_prob"])
+            assert ours_entry[score_names[1]] == pytest.approx(entry["end_log_prob"])
