@@ -10,7 +10,7 @@ import pytest
 import sentencepiece as spm
 
 from albert_tf.tokenization import AlbertTokenizer
-from data_gen import squad, squad_postprocess
+from data_gen import squad, squad_evaluation, squad_postprocess
 from data_gen.squad import FeatureAlignment, SquadExample
 from tests import original_albert
 
@@ -536,6 +536,20 @@ def test_predictions_equal_the_originals_on_random_model_outputs(spm_model, toke
         expected, expected_null_odds = squad_utils.write_predictions_v2(
             result_dict, cls_dict, examples, theirs, raw, n_best_size, max_answer_length, *files, None)
         assert null_odds == pytest.approx(dict(expected_null_odds))
+        # The original's reported v2 figures (squad_utils.evaluate_v2) against ours, with gold answers that the
+        # best answers sometimes match, and unanswerable questions.
+        gold = {example.qas_id: ([predictions[example.qas_id] or "cafe"] if index % 3 == 0 else
+                                 [example.paragraph_text.split()[0]] if index % 3 == 1 else [])
+                for index, example in enumerate(examples)}
+        dataset = [{"paragraphs": [{"qas": [{"id": qas_id, "answers": [{"text": text} for text in answers]}
+                                            for qas_id, answers in gold.items()]}]}]
+        expected_scores = squad_utils.evaluate_v2(result_dict, cls_dict, dataset, examples, theirs, raw, n_best_size,
+                                                  max_answer_length, *files)
+        scores = squad_evaluation.evaluate_v2_as_original(gold, predictions, null_odds)
+        assert scores["exact_match"] == pytest.approx(expected_scores["exact"])
+        assert scores["f1"] == pytest.approx(expected_scores["f1"])
+        assert scores["null_score_diff_threshold"] == pytest.approx(expected_scores["null_score_diff_threshold"])
+        assert 0 < scores["f1"] < 100
     with open(files[1], encoding="utf-8") as handle:
         expected_nbest = json.load(handle)
     assert predictions == dict(expected)
