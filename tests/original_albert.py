@@ -204,15 +204,32 @@ def _checkout_source(module_name):
 
 
 def race_utils(original_tokenization):
-    """The repository's race_utils: RaceProcessor and convert_single_example (1.1's classifier_utils beside it)."""
+    """The repository's race_utils: RaceProcessor, convert_single_example and create_model (1.1's classifier_utils
+    and modeling() beside it). Its fine_tuning_utils.create_albert is given as that file builds a model without a
+    hub module, on modeling(), whose AlbertModel in 1.1 has no `use_einsum` (einsum is its only path), and its
+    hidden size is read as an int (TF2 shapes)."""
     path, source = _checkout_source("race_utils")
+    source = _replaced(source, "hidden_size = output_layer.shape[-1].value", "hidden_size = output_layer.shape[-1]",
+                       path)
+    original_modeling = modeling()
+
+    def create_albert(albert_config, is_training, input_ids, input_mask, segment_ids, use_one_hot_embeddings,
+                      use_einsum, hub_module):
+        if hub_module or not use_einsum:
+            raise NotImplementedError("The oracle builds the einsum model without a hub module only.")
+        model = original_modeling.AlbertModel(config=albert_config, is_training=is_training, input_ids=input_ids,
+                                              input_mask=input_mask, token_type_ids=segment_ids,
+                                              use_one_hot_embeddings=use_one_hot_embeddings)
+        return model.get_pooled_output(), model.get_sequence_output()
+
     source = _without(source, ["from albert import classifier_utils\n", "from albert import fine_tuning_utils\n",
                                "from albert import modeling\n", "from albert import optimization\n",
                                "from albert import tokenization\n", "import tensorflow.compat.v1 as tf\n",
                                "from tensorflow.compat.v1 import estimator as tf_estimator\n",
                                "from tensorflow.contrib import tpu as contrib_tpu\n"], path)
     return _execute("race_utils", source, path, tokenization=original_tokenization,
-                    classifier_utils=classifier_utils(original_tokenization))
+                    classifier_utils=classifier_utils(original_tokenization), modeling=original_modeling,
+                    fine_tuning_utils=types.SimpleNamespace(create_albert=create_albert))
 
 
 def create_pretraining_data(original_tokenization, flags, ngram_uniform):

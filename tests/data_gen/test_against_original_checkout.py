@@ -1,5 +1,5 @@
-"""Pretraining records and RACE features against the original repository's own create_pretraining_data.py and
-race_utils.py, which albert-tensorflow 1.1 does not ship. Runs when $ALBERT_ORIGINAL_CHECKOUT names a checkout of
+"""Pretraining records, RACE features and the RACE model against the original repository's own
+create_pretraining_data.py and race_utils.py, which albert-tensorflow 1.1 does not ship. Runs when $ALBERT_ORIGINAL_CHECKOUT names a checkout of
 google-research/albert (`git clone https://github.com/google-research/albert`); skipped otherwise.
 
 The original draws everything from one `random.Random(random_seed)` and its n-gram lengths from numpy's unseeded
@@ -13,13 +13,18 @@ import json
 import random
 import types
 
+import numpy as np
 import pytest
 import tensorflow as tf
 
+from albert_tf import AlbertConfig, AlbertMultipleChoice
+from albert_tf.checkpoints.loading import load_weights
+from albert_tf.tasks import finetuning
 from albert_tf.tokenization import AlbertTokenizer
 from data_gen import create_pretraining_data as pretraining_data
 from data_gen import race
 from tests import helpers, original_albert
+from tests.helpers import random_inputs, random_value, tiny_config_values
 
 pytestmark = pytest.mark.skipif(original_albert.checkout() is None,
                                 reason=f"${original_albert.CHECKOUT_VARIABLE} names no google-research/albert checkout")
@@ -142,3 +147,36 @@ def test_race_features_equal_the_originals(corpus_and_model, tmp_path):
             assert features["input_mask"] == expected.input_mask, (index, max_seq_length)
             assert features["input_type_ids"] == expected.segment_ids, (index, max_seq_length)
             assert features["label_ids"] == expected.label_id, (index, max_seq_length)
+
+
+def test_race_model_outputs_equal_the_originals(tmp_path):
+    """race_utils.create_model in evaluation mode on random weights, its checkpoint loaded into AlbertMultipleChoice:
+    the same logits, probabilities and per-example losses over the four choices."""
+    config_values = tiny_config_values()
+    inputs = {name: value.numpy() for name, value in random_inputs(batch=8, seq=7, with_predictions=False).items()}
+    inputs = {name: value.reshape(2, 4, 7) for name, value in inputs.items()}
+    labels = np.array([3, 1], np.int32)
+    race_utils = original_albert.race_utils(original_albert.tokenization())
+    with tf.Graph().as_default():
+        _, per_example_loss, probabilities, logits, _ = race_utils.create_model(
+            race_utils.modeling.AlbertConfig.from_dict(config_values), False, tf.constant(inputs["input_word_ids"]),
+            tf.constant(inputs["input_mask"]), tf.constant(inputs["input_type_ids"]), tf.constant(labels), 4, False,
+            7, 0.1, None)
+        with tf.compat.v1.Session() as session:
+            rng = np.random.default_rng(0)
+            for variable in tf.compat.v1.trainable_variables():
+                variable.load(random_value(variable.op.name, tuple(variable.shape), rng), session)
+            tf.compat.v1.train.Saver().save(session, str(tmp_path / "model.ckpt"), write_meta_graph=False)
+            expected = session.run({"per_example_loss": per_example_loss, "probabilities": probabilities,
+                                    "logits": logits})
+
+    model = AlbertMultipleChoice(AlbertConfig(**config_values), num_choices=4)
+    load_weights(model, str(tmp_path / "model.ckpt"), format="tf1")
+    outputs = finetuning.classification_predict_fn(model, {**{name: tf.constant(value) for name, value in
+                                                               inputs.items()},
+                                                           "label_ids": tf.constant(labels),
+                                                           "example_index": tf.constant([0, 1])})
+    np.testing.assert_allclose(outputs["logits"].numpy(), expected["logits"], rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(outputs["probabilities"].numpy(), expected["probabilities"], atol=1e-6)
+    np.testing.assert_allclose(outputs["per_example_loss"].numpy(), expected["per_example_loss"], rtol=1e-5,
+                               atol=1e-5)
