@@ -1,6 +1,7 @@
 """Pretraining records, RACE features and the RACE model against the original repository's own
-create_pretraining_data.py and race_utils.py, which albert-tensorflow 1.1 does not ship. Runs when $ALBERT_ORIGINAL_CHECKOUT names a checkout of
-google-research/albert (`git clone https://github.com/google-research/albert`); skipped otherwise.
+create_pretraining_data.py and race_utils.py, which albert-tensorflow 1.1 does not ship. Runs when
+$ALBERT_ORIGINAL_CHECKOUT names a checkout of google-research/albert
+(`git clone https://github.com/google-research/albert`); skipped otherwise.
 
 The original draws everything from one `random.Random(random_seed)` and its n-gram lengths from numpy's unseeded
 global generator; ours draws from streams seeded per block (BUILD_NOTES, "Pretraining instances"). Here the
