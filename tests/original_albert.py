@@ -59,6 +59,12 @@ class _TF1WithDense:
         return getattr(_TF1, name)
 
 
+class _TF1WithEstimatorModes(_TF1WithDense):
+    """_TF1WithDense with tf.estimator.ModeKeys, whose values the Estimator passed to a model_fn."""
+
+    estimator = types.SimpleNamespace(ModeKeys=types.SimpleNamespace(TRAIN="train", EVAL="eval", PREDICT="infer"))
+
+
 def _source(module_name):
     path = os.path.join(importlib.util.find_spec("albert").submodule_search_locations[0], f"{module_name}.py")
     with open(path, encoding="utf-8") as handle:
@@ -80,9 +86,10 @@ def _replaced(source, old, new, path):
 
 
 def _execute(module_name, source, path, **names):
-    """Runs `source` (text or a parsed module) as a fresh module whose `tf` is _TF1WithDense, beside `names`."""
+    """Runs `source` (text or a parsed module) as a fresh module with `names` bound; `tf` is _TF1WithDense unless
+    `names` gives another."""
     module = types.ModuleType(f"original_albert_{module_name}")
-    module.__dict__.update(tf=_TF1WithDense(), **names)
+    module.__dict__.update({"tf": _TF1WithDense(), **names})
     exec(compile(source, path, "exec"), module.__dict__)
     return module
 
@@ -106,17 +113,22 @@ def optimization():
     return _execute("optimization", source, path, lamb_optimizer=lamb_optimizer)
 
 
-def pretraining_heads(original_modeling):
-    """run_pretraining.py's get_masked_lm_output, get_sentence_order_output and gather_indexes.
+def run_pretraining(original_modeling):
+    """run_pretraining.py's model_fn_builder and its head functions (get_masked_lm_output,
+    get_sentence_order_output, gather_indexes) over `original_modeling` and optimization().
 
-    Only those three functions are executed: the module itself defines TF1 flags and imports tf.contrib.
+    Only those functions are executed: the module itself defines TF1 flags and imports tf.contrib. The model_fn
+    returns its TPUEstimatorSpec's arguments as a dict, reads FLAGS.init_from_group0 as False, and sees
+    tf.estimator's mode keys (TensorFlow 2.21 has no estimator).
     """
     path, source = _source("run_pretraining")
-    wanted = {"get_masked_lm_output", "get_sentence_order_output", "gather_indexes"}
+    wanted = {"model_fn_builder", "get_masked_lm_output", "get_sentence_order_output", "gather_indexes"}
     functions = [node for node in ast.parse(source).body if isinstance(node, ast.FunctionDef) and node.name in wanted]
     if {node.name for node in functions} != wanted:
         raise AssertionError(f"{path} no longer defines {sorted(wanted)}.")
-    return _execute("run_pretraining", ast.Module(body=functions, type_ignores=[]), path, modeling=original_modeling)
+    return _execute("run_pretraining", ast.Module(body=functions, type_ignores=[]), path, modeling=original_modeling,
+                    optimization=optimization(), FLAGS=types.SimpleNamespace(init_from_group0=False),
+                    contrib_tpu=types.SimpleNamespace(TPUEstimatorSpec=dict), tf=_TF1WithEstimatorModes())
 
 
 def tokenization(digit_comma_rule="keep_added_marker"):

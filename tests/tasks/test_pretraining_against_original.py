@@ -3,7 +3,8 @@
 The original's AlbertModel, pretraining heads and create_optimizer run in a TF1 graph on random weights and one batch
 of records; its checkpoints go through our strict loader into the library's Pretraining run. The same weights give
 the same outputs and losses, and the same steps of LAMB or AdamW (warm-up, decay, clipping, weight decay) give the
-same weights, compared under the original's variable names in checkpoints each side wrote.
+same weights, compared under the original's variable names in checkpoints each side wrote. Its model_fn's
+evaluation metrics over several batches equal the Trainer's.
 """
 import numpy as np
 import pytest
@@ -14,8 +15,9 @@ from albert_tf.checkpoints import formats
 from albert_tf.checkpoints.loading import load_weights
 from albert_tf.checkpoints.writing import save_weights
 from albert_tf.tasks.pretraining import Pretraining, PretrainingOptions
-from albert_tf.training.pretraining_losses import pretraining_loss
-from data_gen.pretraining_input import make_pretraining_dataset
+from albert_tf.training.pretraining_losses import pretraining_loss, pretraining_metric_sums
+from albert_tf.training.trainer import Trainer
+from data_gen.pretraining_input import RECORD_FEATURES, make_pretraining_dataset, pretraining_dataset_fn
 from tests import original_albert
 from tests.helpers import random_value, tiny_config_values, write_pretraining_records
 
@@ -52,7 +54,7 @@ def _run_original(config_values, batch, directory, optimizer="lamb", num_steps=0
     Returns the start weights' outputs: encoder layers, pooled output, the heads' log-probabilities and losses.
     """
     modeling = original_albert.modeling()
-    heads = original_albert.pretraining_heads(modeling)
+    heads = original_albert.run_pretraining(modeling)
     optimization = original_albert.optimization()
     with tf.Graph().as_default():
         config = modeling.AlbertConfig.from_dict(config_values)
@@ -156,3 +158,60 @@ def test_training_steps_match_the_original(tmp_path, optimizer, config_name):
         # ratio on the excluded variables fails by far more.
         np.testing.assert_allclose(ours[name], theirs[name], rtol=0, atol=5e-3 * change, err_msg=name)
     assert moved_by_noise and max(moved_by_noise.values()) < 1e-3, moved_by_noise
+
+
+def test_evaluation_metrics_match_the_original_model_fn(tmp_path):
+    """run_pretraining.py's model_fn in EVAL mode and its metric_fn (tf.metrics over 11 records in batches of 4, 4
+    and 3) against Trainer.evaluate with pretraining_metric_sums over the same records, from its checkpoint."""
+    config_values = tiny_config_values()
+    path = write_pretraining_records(str(tmp_path / "records.tfrecord"), num_records=11, max_seq_length=MAX_SEQ_LENGTH,
+                                     max_predictions=MAX_PREDICTIONS)
+    lengths = dict(max_seq_length=MAX_SEQ_LENGTH, max_predictions_per_seq=MAX_PREDICTIONS)
+    batches = [{name: value.numpy() for name, value in batch.items()}
+               for batch in make_pretraining_dataset(path, batch_size=4, is_training=False, **lengths)]
+    assert [len(batch["input_word_ids"]) for batch in batches] == [4, 4, 3]
+    labels = np.concatenate([batch["masked_lm_ids"][batch["masked_lm_weights"] > 0] for batch in batches])
+    favoured_label = np.bincount(labels).argmax()
+    assert any((batch["masked_lm_weights"] == 0).any() for batch in batches)  # padded predictions to leave out
+
+    modeling = original_albert.modeling()
+    run_pretraining = original_albert.run_pretraining(modeling)
+    with tf.Graph().as_default():
+        features = {record_name: tf.compat.v1.placeholder(
+                        tf.float32 if name == "masked_lm_weights" else tf.int32, [None, *batches[0][name].shape[1:]])
+                    for record_name, (name, _, _) in RECORD_FEATURES.items()}
+        model_fn = run_pretraining.model_fn_builder(
+            modeling.AlbertConfig.from_dict(config_values), None, 0.001, 10, 1, False, False, "lamb", 1.0, 0)
+        spec = model_fn(features, None, "eval", {})
+        metric_fn, metric_values = spec["eval_metrics"]
+        metrics = metric_fn(*metric_values)
+        with tf.compat.v1.Session() as session:
+            session.run(tf.compat.v1.global_variables_initializer())
+            rng = np.random.default_rng(0)
+            for variable in tf.compat.v1.trainable_variables():
+                value = random_value(variable.op.name, tuple(variable.shape), rng)
+                if variable.op.name == "cls/predictions/output_bias":
+                    value[favoured_label] = 100.0  # every prediction is this label: right for some, none padding
+                variable.load(value, session)
+            tf.compat.v1.train.Saver().save(session, str(tmp_path / "model.ckpt"), write_meta_graph=False)
+            session.run(tf.compat.v1.local_variables_initializer())
+            losses = []
+            for batch in batches:
+                feed = {features[record_name]: batch[name] for record_name, (name, _, _) in RECORD_FEATURES.items()}
+                losses.append(session.run([spec["loss"], {key: update for key, (_, update) in metrics.items()}],
+                                          feed)[0])
+            expected = session.run({key: value for key, (value, _) in metrics.items()})
+    expected["loss"] = np.mean(losses)  # the Estimator's eval loss: the mean of the batches' losses
+
+    strategy = tf.distribute.OneDeviceStrategy("/cpu:0")
+    with strategy.scope():
+        model = AlbertPretrainer(AlbertConfig(**config_values))
+    load_weights(model, str(tmp_path / "model.ckpt"), format="tf1")
+    trainer = Trainer(strategy, model, None, None, model_dir=str(tmp_path / "ours"), jit_compile=False)
+    results = trainer.evaluate(pretraining_dataset_fn(path, is_training=False, **lengths),
+                               lambda model, batch: pretraining_metric_sums(model(batch, training=False), batch), 4)
+
+    assert sorted(results) == sorted(expected)
+    for name in sorted(expected):
+        assert results[name] == pytest.approx(float(expected[name]), rel=1e-5), name
+    assert 0 < expected["masked_lm_accuracy"] < 1 and 0 < expected["sentence_order_accuracy"] < 1
