@@ -485,7 +485,10 @@ def test_predictions_equal_the_originals_on_random_model_outputs(spm_model, toke
     squad_utils = original_albert.squad_utils(original)
     theirs = _original_evaluation_features(
         squad_utils, original.FullTokenizer(None, do_lower_case=True, spm_model_file=spm_model), examples, **lengths)
-    assert [feature.input_ids for feature in ours] == [feature.input_ids for feature in theirs]
+    for field in ("input_ids", "input_mask", "segment_ids", "p_mask", "doc_span_index", "example_index"):
+        assert [getattr(feature, field) for feature in ours] == [getattr(feature, field) for feature in theirs], field
+    assert [[int(feature.token_is_max_context.get(position, False)) for position in range(lengths["max_seq_length"])]
+            for feature in theirs] == [feature.token_is_max_context for feature in ours]
     assert len(ours) > len(examples)  # some questions have several spans
     numbers = np.random.default_rng(2)
     n_best_size, max_answer_length, seq = 6, 8, lengths["max_seq_length"]
