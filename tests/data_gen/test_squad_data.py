@@ -565,3 +565,38 @@ def test_predictions_equal_the_originals_on_random_model_outputs(spm_model, toke
             assert ours_entry["probability"] == pytest.approx(entry["probability"])
             assert ours_entry[score_names[0]] == pytest.approx(entry["start_log_prob"])
             assert ours_entry[score_names[1]] == pytest.approx(entry["end_log_prob"])
+
+
+def test_training_features_equal_the_originals_with_unanswerable_questions_and_several_spans(spm_model, tokenizer):
+    """v2.0 training data: answerable questions whose answer lies outside some of their spans, and unanswerable
+    ones; every span's ids, p_mask, positions and impossibility equal the original's."""
+    rng = random.Random(4)
+    examples = []
+    for index in range(12):
+        paragraph = _random_paragraph(rng)
+        if index % 3 == 2:
+            examples.append(SquadExample(f"q{index}", "Which word?", paragraph, [], "", -1, is_impossible=True))
+            continue
+        words = paragraph.split()
+        word_index = rng.randrange(len(words))
+        start = len(" ".join(words[:word_index])) + (1 if word_index else 0)
+        examples.append(SquadExample(f"q{index}", "Which word?", paragraph, [words[word_index]], words[word_index],
+                                     start))
+    lengths = dict(max_seq_length=40, doc_stride=12, max_query_length=8)
+    ours = list(squad.convert_examples_to_features(examples, tokenizer, is_training=True, **lengths))
+    original = original_albert.tokenization()
+    squad_utils = original_albert.squad_utils(original)
+    theirs = []
+    squad_utils.convert_examples_to_features(
+        [squad_utils.SquadExample(example.qas_id, example.question_text, example.paragraph_text,
+                                  orig_answer_text=example.answer_text, start_position=example.answer_start,
+                                  is_impossible=example.is_impossible) for example in examples],
+        original.FullTokenizer(None, do_lower_case=True, spm_model_file=spm_model), is_training=True,
+        output_fn=theirs.append, do_lower_case=True, **lengths)
+
+    assert len(ours) == len(theirs) > len(examples)
+    for field in ("input_ids", "p_mask", "start_position", "end_position", "is_impossible"):
+        assert [getattr(feature, field) for feature in ours] == [getattr(feature, field) for feature in theirs], field
+    impossible = [feature.is_impossible for feature in ours]
+    assert 0 < sum(impossible) < len(impossible)
+    assert any(feature.is_impossible and not examples[feature.example_index].is_impossible for feature in ours)
