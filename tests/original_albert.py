@@ -15,12 +15,15 @@ Everything else is the original's source, executed with those bound; the lines t
 applied (see classifier_utils and squad_utils).
 """
 import ast
+import contextlib
 import importlib.util
 import os
 import types
 
 import numpy as np
 import tensorflow as tf
+
+from tests.helpers import random_value
 
 _TF1 = tf.compat.v1
 
@@ -192,6 +195,20 @@ def classifier_utils(original_tokenization):
                                "from tensorflow.contrib import metrics as contrib_metrics\n",
                                "from tensorflow.contrib import tpu as contrib_tpu\n"], path)
     return _execute("classifier_utils", source, path, tokenization=original_tokenization, modeling=modeling())
+
+
+@contextlib.contextmanager
+def session_with_random_weights(checkpoint_prefix, adjust=None):
+    """A session of the current TF1 graph: variables initialised, every trainable one set to helpers.random_value
+    by its name (then `adjust(name, value)` where given), all saved to `checkpoint_prefix` before it is yielded."""
+    with tf.compat.v1.Session() as session:
+        session.run(tf.compat.v1.global_variables_initializer())
+        rng = np.random.default_rng(0)
+        for variable in tf.compat.v1.trainable_variables():
+            value = random_value(variable.op.name, tuple(variable.shape), rng)
+            variable.load(adjust(variable.op.name, value) if adjust else value, session)
+        tf.compat.v1.train.Saver().save(session, checkpoint_prefix, write_meta_graph=False)
+        yield session
 
 
 # ---- files albert-tensorflow 1.1 does not ship, read from a checkout of the repository -----------------------

@@ -25,7 +25,7 @@ from albert_tf.tokenization import AlbertTokenizer
 from data_gen import create_pretraining_data as pretraining_data
 from data_gen import race
 from tests import helpers, original_albert
-from tests.helpers import random_inputs, random_value, tiny_config_values
+from tests.helpers import random_inputs, tiny_config_values
 
 pytestmark = pytest.mark.skipif(original_albert.checkout() is None,
                                 reason=f"${original_albert.CHECKOUT_VARIABLE} names no google-research/albert checkout")
@@ -163,11 +163,7 @@ def test_race_model_outputs_equal_the_originals(tmp_path):
             race_utils.modeling.AlbertConfig.from_dict(config_values), False, tf.constant(inputs["input_word_ids"]),
             tf.constant(inputs["input_mask"]), tf.constant(inputs["input_type_ids"]), tf.constant(labels), 4, False,
             7, 0.1, None)
-        with tf.compat.v1.Session() as session:
-            rng = np.random.default_rng(0)
-            for variable in tf.compat.v1.trainable_variables():
-                variable.load(random_value(variable.op.name, tuple(variable.shape), rng), session)
-            tf.compat.v1.train.Saver().save(session, str(tmp_path / "model.ckpt"), write_meta_graph=False)
+        with original_albert.session_with_random_weights(str(tmp_path / "model.ckpt")) as session:
             expected = session.run({"per_example_loss": per_example_loss, "probabilities": probabilities,
                                     "logits": logits})
 

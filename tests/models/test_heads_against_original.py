@@ -8,7 +8,7 @@ import tensorflow as tf
 from albert_tf import AlbertConfig, AlbertSpanPredictor, AlbertSquadV2
 from albert_tf.checkpoints.loading import load_weights
 from tests import original_albert
-from tests.helpers import random_inputs, random_value, tiny_config_values
+from tests.helpers import random_inputs, tiny_config_values
 
 SEQ_LENGTH = 12
 N_TOP = 3
@@ -26,16 +26,12 @@ def _inputs():
 
 
 def _run_original(build_outputs, directory):
-    """Builds `build_outputs(squad_utils, config)` in a TF1 graph, loads random_value weights by name, saves them
-    to `directory`/model.ckpt and returns the outputs' values."""
+    """Builds `build_outputs(squad_utils, config)` in a TF1 graph on random weights, saved to
+    `directory`/model.ckpt, and returns the outputs' values."""
     squad_utils = original_albert.squad_utils(original_albert.tokenization())
     with tf.Graph().as_default():
         outputs = build_outputs(squad_utils, squad_utils.modeling.AlbertConfig.from_dict(tiny_config_values()))
-        with tf.compat.v1.Session() as session:
-            rng = np.random.default_rng(0)
-            for variable in tf.compat.v1.trainable_variables():
-                variable.load(random_value(variable.op.name, tuple(variable.shape), rng), session)
-            tf.compat.v1.train.Saver().save(session, str(directory / "model.ckpt"), write_meta_graph=False)
+        with original_albert.session_with_random_weights(str(directory / "model.ckpt")) as session:
             return session.run(outputs)
 
 

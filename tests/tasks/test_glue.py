@@ -14,7 +14,7 @@ from albert_tf.tasks import finetuning
 from albert_tf.tasks import glue as glue_finetuning
 from data_gen import glue
 from tests import original_albert
-from tests.helpers import random_value, run_python, run_script
+from tests.helpers import run_python, run_script
 from tests.tasks.task_data import GLUE_TINY_CONFIG, write_keyword_mrpc
 
 
@@ -163,11 +163,7 @@ def test_classifier_outputs_and_losses_equal_the_original_create_model(glue_dir,
             classifier_utils.modeling.AlbertConfig.from_dict(config_values), False,
             tf.constant(batch["input_word_ids"]), tf.constant(batch["input_mask"]),
             tf.constant(batch["input_type_ids"]), tf.constant(batch["label_ids"]), task.num_labels, False, task.name)
-        with tf.compat.v1.Session() as session:
-            rng = np.random.default_rng(0)
-            for variable in tf.compat.v1.trainable_variables():
-                variable.load(random_value(variable.op.name, tuple(variable.shape), rng), session)
-            tf.compat.v1.train.Saver().save(session, str(tmp_path / "model.ckpt"), write_meta_graph=False)
+        with original_albert.session_with_random_weights(str(tmp_path / "model.ckpt")) as session:
             expected = session.run({"per_example_loss": per_example_loss, "probabilities": probabilities,
                                     "logits": logits})
 

@@ -19,7 +19,7 @@ from albert_tf.training.pretraining_losses import pretraining_loss, pretraining_
 from albert_tf.training.trainer import Trainer
 from data_gen.pretraining_input import RECORD_FEATURES, make_pretraining_dataset, pretraining_dataset_fn
 from tests import original_albert
-from tests.helpers import random_value, tiny_config_values, write_pretraining_records
+from tests.helpers import tiny_config_values, write_pretraining_records
 
 BATCH_SIZE = 8
 MAX_SEQ_LENGTH = 16
@@ -48,8 +48,8 @@ def _batch(tmp_path):
 
 
 def _run_original(config_values, batch, directory, optimizer="lamb", num_steps=0):
-    """Builds the original's pretraining graph, sets every trainable variable to random_value by name, saves it to
-    `directory`/start, then takes `num_steps` steps of its train op and saves `directory`/end.
+    """Builds the original's pretraining graph on random weights, saved to `directory`/start, then takes
+    `num_steps` steps of its train op and saves `directory`/end.
 
     Returns the start weights' outputs: encoder layers, pooled output, the heads' log-probabilities and losses.
     """
@@ -72,20 +72,14 @@ def _run_original(config_values, batch, directory, optimizer="lamb", num_steps=0
         train_op = optimization.create_optimizer(
             total_loss, SCHEDULE["learning_rate"], SCHEDULE["num_train_steps"], SCHEDULE["num_warmup_steps"],
             use_tpu=False, optimizer=optimizer)
-        saver = tf.compat.v1.train.Saver()
-        with tf.compat.v1.Session() as session:
-            session.run(tf.compat.v1.global_variables_initializer())
-            rng = np.random.default_rng(0)
-            for variable in tf.compat.v1.trainable_variables():
-                variable.load(random_value(variable.op.name, tuple(variable.shape), rng), session)
-            saver.save(session, str(directory / "start"), write_meta_graph=False)
+        with original_albert.session_with_random_weights(str(directory / "start")) as session:
             outputs = session.run(dict(
                 encoder_outputs=model.get_all_encoder_layers(), pooled_output=model.get_pooled_output(),
                 masked_lm_log_probs=masked_lm_log_probs, sentence_order_log_probs=sentence_order_log_probs,
                 masked_lm_loss=masked_lm_loss, sentence_order_loss=sentence_order_loss))
             for _ in range(num_steps):
                 session.run(train_op)
-            saver.save(session, str(directory / "end"), write_meta_graph=False)
+            tf.compat.v1.train.Saver().save(session, str(directory / "end"), write_meta_graph=False)
     return outputs
 
 
@@ -171,7 +165,12 @@ def test_evaluation_metrics_match_the_original_model_fn(tmp_path):
                for batch in make_pretraining_dataset(path, batch_size=4, is_training=False, **lengths)]
     assert [len(batch["input_word_ids"]) for batch in batches] == [4, 4, 3]
     labels = np.concatenate([batch["masked_lm_ids"][batch["masked_lm_weights"] > 0] for batch in batches])
-    favoured_label = np.bincount(labels).argmax()
+
+    def favour_label(name, value):
+        if name == "cls/predictions/output_bias":  # every prediction this label: right for some, never padding
+            value[np.bincount(labels).argmax()] = 100.0
+        return value
+
     assert any((batch["masked_lm_weights"] == 0).any() for batch in batches)  # padded predictions to leave out
 
     modeling = original_albert.modeling()
@@ -185,15 +184,7 @@ def test_evaluation_metrics_match_the_original_model_fn(tmp_path):
         spec = model_fn(features, None, "eval", {})
         metric_fn, metric_values = spec["eval_metrics"]
         metrics = metric_fn(*metric_values)
-        with tf.compat.v1.Session() as session:
-            session.run(tf.compat.v1.global_variables_initializer())
-            rng = np.random.default_rng(0)
-            for variable in tf.compat.v1.trainable_variables():
-                value = random_value(variable.op.name, tuple(variable.shape), rng)
-                if variable.op.name == "cls/predictions/output_bias":
-                    value[favoured_label] = 100.0  # every prediction is this label: right for some, none padding
-                variable.load(value, session)
-            tf.compat.v1.train.Saver().save(session, str(tmp_path / "model.ckpt"), write_meta_graph=False)
+        with original_albert.session_with_random_weights(str(tmp_path / "model.ckpt"), favour_label) as session:
             session.run(tf.compat.v1.local_variables_initializer())
             losses = []
             for batch in batches:
