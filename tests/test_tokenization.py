@@ -283,3 +283,36 @@ def test_the_original_gives_bytes_to_sentencepiece_and_gets_the_same_pieces(numb
     for text in ("1990", "45", "12,000", "item7"):
         assert sp_model.EncodeAsPieces(text.encode("utf-8")) == sp_model.EncodeAsPieces(text)
         assert all(isinstance(piece, str) for piece in sp_model.EncodeAsPieces(text.encode("utf-8")))
+
+
+def _wordpiece_texts(rng, count):
+    """Texts of words, their pieces' glue, and the characters BERT's basic tokenizer treats apart: CJK ideographs,
+    ASCII and Unicode punctuation, accents, controls and format characters, odd whitespace, emoji, long words."""
+    words = ["want", "unwanted", "running", "Hello", "HOW", "are", "you", "Caf\u00e9", "na\u00efve", "\u00c5ngstr\u00f6m",
+             "\u535a\u63a8", "\u4e2d\u6587", "\uff21\uff22", "\ufb01ne", "x" * 201, "ah", "zz", "1,000", "$5",
+             "\U0001F642", "r\u00e9sum\u00e9s"]
+    glue = [" ", "  ", "\t", "\n", "\u00a0", "\u3000", ",", "!", "?", "-", "\u2014", "\u3002", "\u00bf", "'", "\"",
+            "\u0000", "\u200b", "\ufffd", "\x07", "\u0301"]
+    return ["".join(rng.choice(words) + rng.choice(glue) for _ in range(rng.randint(1, 12))) for _ in range(count)]
+
+
+@pytest.mark.parametrize("do_lower_case", [True, False])
+def test_wordpiece_tokens_and_ids_equal_the_originals(tmp_path, do_lower_case):
+    """The Chinese models' WordPiece mode against the original's FullTokenizer(vocab_file) on generated texts."""
+    rng = random.Random(5)
+    pieces = ["want", "##want", "##ed", "un", "runn", "##ing", "run", "hello", "how", "are", "you", "cafe", "caf",
+              "##e", "na", "##ive", "ah", "zz", "1", "##0", "000", ",", "!", "?", "-", "$", "5", "\u535a", "\u63a8",
+              "\u4e2d", "\u6587", "\u3002", "\u2014", "\u00bf", "'", "\"", "fine", "\ufb01", "##ne", "Hello", "HOW",
+              "Caf\u00e9", "##s", "resume", "##s", "angstrom", "\u00c5ngstr\u00f6m", "A", "a", "b"]
+    vocab_file = tmp_path / "vocab.txt"
+    vocab_file.write_text("".join(token + "\n" for token in ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"] + pieces),
+                          encoding="utf-8")
+    original = original_albert.tokenization().FullTokenizer(str(vocab_file), do_lower_case=do_lower_case)
+    tokenizer = AlbertTokenizer(vocab_file=str(vocab_file), do_lower_case=do_lower_case)
+    known = 0
+    for text in _wordpiece_texts(rng, 300):
+        expected = original.tokenize(text)
+        assert tokenizer.tokenize(text) == expected, repr(text)
+        assert tokenizer.encode(text) == original.convert_tokens_to_ids(expected), repr(text)
+        known += sum(token != "[UNK]" for token in expected)
+    assert known > 1000
