@@ -288,9 +288,9 @@ def test_the_original_gives_bytes_to_sentencepiece_and_gets_the_same_pieces(numb
 def _wordpiece_texts(rng, count):
     """Texts of words, their pieces' glue, and the characters BERT's basic tokenizer treats apart: CJK ideographs,
     ASCII and Unicode punctuation, accents, controls and format characters, odd whitespace, emoji, long words."""
-    words = ["want", "unwanted", "running", "Hello", "HOW", "are", "you", "Caf\u00e9", "na\u00efve", "\u00c5ngstr\u00f6m",
-             "\u535a\u63a8", "\u4e2d\u6587", "\uff21\uff22", "\ufb01ne", "x" * 201, "ah", "zz", "1,000", "$5",
-             "\U0001F642", "r\u00e9sum\u00e9s"]
+    words = ["want", "unwanted", "running", "Hello", "HOW", "are", "you", "Caf\u00e9", "na\u00efve",
+             "\u00c5ngstr\u00f6m", "\u535a\u63a8", "\u4e2d\u6587", "\uff21\uff22", "\ufb01ne", "x" * 201, "ah", "zz",
+             "1,000", "$5", "\U0001F642", "r\u00e9sum\u00e9s"]
     glue = [" ", "  ", "\t", "\n", "\u00a0", "\u3000", ",", "!", "?", "-", "\u2014", "\u3002", "\u00bf", "'", "\"",
             "\u0000", "\u200b", "\ufffd", "\x07", "\u0301"]
     return ["".join(rng.choice(words) + rng.choice(glue) for _ in range(rng.randint(1, 12))) for _ in range(count)]
