@@ -117,11 +117,13 @@ def sigterm_on_log_line(process, marker, timeout=300):
     return process.communicate(timeout=timeout)[1]
 
 
-_WORDS = ("the model learns a shared block of attention and feed forward weights that runs at every depth "
-          "sentence order prediction swaps two segments while masked language modelling hides tokens "
-          "embedding tables are factorized into a small vocabulary projection followed by a dense layer "
-          "training uses lamb with warmup and polynomial decay on large batches of text documents "
-          "café naïve résumé 1990, 2001, 3.5 million people (approximately) — quoted \"words\" here").split()
+# The words write_corpus draws its sentences from.
+CORPUS_WORDS = ("the model learns a shared block of attention and feed forward weights that runs at every depth "
+                "sentence order prediction swaps two segments while masked language modelling hides tokens "
+                "embedding tables are factorized into a small vocabulary projection followed by a dense layer "
+                "training uses lamb with warmup and polynomial decay on large batches of text documents "
+                "café naïve résumé 1990, 2001, 3.5 million people (approximately) — quoted \"words\" here"
+                ).split()
 
 
 def write_corpus(path, num_documents=40, sentences_per_document=(2, 8), seed=0):
@@ -130,7 +132,7 @@ def write_corpus(path, num_documents=40, sentences_per_document=(2, 8), seed=0):
     with open(path, "w", encoding="utf-8") as handle:
         for _ in range(num_documents):
             for _ in range(rng.randint(*sentences_per_document)):
-                words = [rng.choice(_WORDS) for _ in range(rng.randint(4, 16))]
+                words = [rng.choice(CORPUS_WORDS) for _ in range(rng.randint(4, 16))]
                 handle.write(" ".join(words).capitalize() + ".\n")
             handle.write("\n")
     return path

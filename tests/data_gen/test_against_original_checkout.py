@@ -81,27 +81,49 @@ def _examples(path):
     return [tf.train.Example.FromString(record.numpy()) for record in tf.data.TFRecordDataset(path)]
 
 
-@pytest.mark.parametrize("variant", VARIANTS.values(), ids=VARIANTS.keys())
-def test_records_equal_the_originals_given_the_same_draws(corpus_and_model, tmp_path, variant):
-    corpus, spm_model = corpus_and_model
-    settings = dict(SETTINGS, **variant)
+def _records_of_both(corpus, directory, settings, spm_model=None, vocab_file=None):
+    """The original's records and ours for `corpus`, with a SentencePiece model or a WordPiece vocabulary."""
     tokenization = original_albert.tokenization()
     flags = types.SimpleNamespace(input_file_mode="r", spm_model_file=spm_model, do_lower_case=True,
                                   do_permutation=False, **{k: v for k, v in settings.items() if k != "random_seed"})
     original = original_albert.create_pretraining_data(tokenization, flags,
                                                        _stream(settings["random_seed"], "ngrams/0").random)
-    tokenizer = tokenization.FullTokenizer(None, do_lower_case=True, spm_model_file=spm_model)
+    tokenizer = tokenization.FullTokenizer(vocab_file, do_lower_case=True, spm_model_file=spm_model)
     instances = original.create_training_instances(
         [corpus], tokenizer, settings["max_seq_length"], 1, settings["short_seq_prob"], settings["masked_lm_prob"],
         settings["max_predictions_per_seq"], _OneGeneratorAsOurStreams(settings["random_seed"]))
     original.write_instance_to_example_files(instances, tokenizer, settings["max_seq_length"],
-                                             settings["max_predictions_per_seq"], [str(tmp_path / "theirs.tfrecord")])
-    pretraining_data.create_pretraining_data(corpus, [str(tmp_path / "ours.tfrecord")], spm_model, dupe_factor=1,
-                                             **settings)
+                                             settings["max_predictions_per_seq"], [str(directory / "theirs.tfrecord")])
+    ours_tokenizer = AlbertTokenizer(spm_model_file=spm_model, vocab_file=vocab_file)
+    pretraining_data.create_pretraining_data(corpus, [str(directory / "ours.tfrecord")], ours_tokenizer,
+                                             dupe_factor=1, **settings)
+    return _examples(str(directory / "theirs.tfrecord")), _examples(str(directory / "ours.tfrecord"))
 
-    theirs, ours = _examples(str(tmp_path / "theirs.tfrecord")), _examples(str(tmp_path / "ours.tfrecord"))
+
+@pytest.mark.parametrize("variant", VARIANTS.values(), ids=VARIANTS.keys())
+def test_records_equal_the_originals_given_the_same_draws(corpus_and_model, tmp_path, variant):
+    corpus, spm_model = corpus_and_model
+    theirs, ours = _records_of_both(corpus, tmp_path, dict(SETTINGS, **variant), spm_model=spm_model)
     assert len(ours) == len(theirs) > 100
     assert [index for index, (a, b) in enumerate(zip(ours, theirs)) if a != b] == []
+
+
+def test_records_equal_the_originals_with_a_wordpiece_vocabulary(corpus_and_model, tmp_path):
+    """The Chinese models' path: BERT's basic tokenizer and WordPiece, whole words told by the "##" prefix. Half
+    the corpus's words are whole tokens, the other half split into characters."""
+    corpus, _ = corpus_and_model
+    basic_tokenizer = original_albert.tokenization().BasicTokenizer(do_lower_case=True)
+    words = sorted(set(basic_tokenizer.tokenize(" ".join(helpers.CORPUS_WORDS))))
+    tokens = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"] + words[::2]
+    for word in words[1::2]:
+        tokens += [word[0]] + ["##" + character for character in word[1:]]
+    vocab_file = tmp_path / "vocab.txt"
+    vocab_file.write_text("".join(token + "\n" for token in dict.fromkeys(tokens)), encoding="utf-8")
+    theirs, ours = _records_of_both(corpus, tmp_path, SETTINGS, vocab_file=str(vocab_file))
+    assert len(ours) == len(theirs) > 100
+    assert [index for index, (a, b) in enumerate(zip(ours, theirs)) if a != b] == []
+    ids = np.concatenate([example.features.feature["input_ids"].int64_list.value for example in ours])
+    assert np.mean(ids[ids > 0] == 1) < 0.05  # [UNK] is rare: the words and their pieces are in the vocabulary
 
 
 def _race_article(rng, level, index):
