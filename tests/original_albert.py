@@ -74,18 +74,16 @@ def _source(module_name):
         return path, handle.read()
 
 
-def _without(source, lines, path):
-    for line in lines:
-        if source.count(line) != 1:
-            raise AssertionError(f"{path} no longer has the line {line!r} exactly once.")
-        source = source.replace(line, "")
-    return source
-
-
 def _replaced(source, old, new, path):
     if source.count(old) != 1:
         raise AssertionError(f"{path} no longer has {old!r} exactly once.")
     return source.replace(old, new)
+
+
+def _without(source, lines, path):
+    for line in lines:
+        source = _replaced(source, line, "", path)
+    return source
 
 
 def _execute(module_name, source, path, **names):
