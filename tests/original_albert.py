@@ -68,10 +68,15 @@ class _TF1WithEstimatorModes(_TF1WithDense):
     estimator = types.SimpleNamespace(ModeKeys=types.SimpleNamespace(TRAIN="train", EVAL="eval", PREDICT="infer"))
 
 
-def _source(module_name):
-    path = os.path.join(importlib.util.find_spec("albert").submodule_search_locations[0], f"{module_name}.py")
+def _read(directory, module_name):
+    path = os.path.join(directory, f"{module_name}.py")
     with open(path, encoding="utf-8") as handle:
         return path, handle.read()
+
+
+def _source(module_name):
+    """A module of the installed albert-tensorflow package: its path and text."""
+    return _read(importlib.util.find_spec("albert").submodule_search_locations[0], module_name)
 
 
 def _replaced(source, old, new, path):
@@ -225,20 +230,19 @@ def checkout():
 
 
 def _checkout_source(module_name):
-    path = os.path.join(checkout(), f"{module_name}.py")
-    with open(path, encoding="utf-8") as handle:
-        return path, handle.read()
+    return _read(checkout(), module_name)
 
 
 def race_utils(original_tokenization):
     """The repository's race_utils: RaceProcessor, convert_single_example and create_model (1.1's classifier_utils
-    and modeling() beside it). Its fine_tuning_utils.create_albert is given as that file builds a model without a
+    and its modeling() beside it). Its fine_tuning_utils.create_albert is given as that file builds a model without a
     hub module, on modeling(), whose AlbertModel in 1.1 has no `use_einsum` (einsum is its only path), and its
     hidden size is read as an int (TF2 shapes)."""
     path, source = _checkout_source("race_utils")
     source = _replaced(source, "hidden_size = output_layer.shape[-1].value", "hidden_size = output_layer.shape[-1]",
                        path)
-    original_modeling = modeling()
+    original_classifier_utils = classifier_utils(original_tokenization)
+    original_modeling = original_classifier_utils.modeling
 
     def create_albert(albert_config, is_training, input_ids, input_mask, segment_ids, use_one_hot_embeddings,
                       use_einsum, hub_module):
@@ -255,7 +259,7 @@ def race_utils(original_tokenization):
                                "from tensorflow.compat.v1 import estimator as tf_estimator\n",
                                "from tensorflow.contrib import tpu as contrib_tpu\n"], path)
     return _execute("race_utils", source, path, tokenization=original_tokenization,
-                    classifier_utils=classifier_utils(original_tokenization), modeling=original_modeling,
+                    classifier_utils=original_classifier_utils, modeling=original_modeling,
                     fine_tuning_utils=types.SimpleNamespace(create_albert=create_albert))
 
 

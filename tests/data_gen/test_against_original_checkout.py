@@ -9,7 +9,6 @@ original's generator is split into ours: its first shuffle (the documents) from 
 from our instance stream, and np.random.choice from our n-gram stream by numpy's own rule. Given the same draws,
 the records must be the same.
 """
-import hashlib
 import json
 import random
 import types
@@ -51,9 +50,8 @@ def corpus_and_model(tmp_path_factory):
 
 
 def _stream(random_seed, name):
-    """Our generator's stream `name` of block 0 (data_gen.create_pretraining_data._seed)."""
-    digest = hashlib.sha256(f"{random_seed}/0/{name}".encode()).digest()
-    return random.Random(int.from_bytes(digest[:8], "big"))
+    """Our generator's stream `name` of block 0."""
+    return random.Random(pretraining_data._seed(random_seed, 0, name))
 
 
 class _OneGeneratorAsOurStreams:

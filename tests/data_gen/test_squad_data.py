@@ -402,17 +402,22 @@ _DIGIT_COMMA_ANSWERS = [
 ]
 
 
-def _original_training_positions(spm_model, digit_comma_rule, examples, max_seq_length):
-    original = original_albert.tokenization(digit_comma_rule)
-    squad_utils = original_albert.squad_utils(original)
-    tokenizer = original.FullTokenizer(None, do_lower_case=True, spm_model_file=spm_model)
+def _original_features(squad_utils, original_tokenization, spm_model, examples, is_training, **lengths):
+    """The original squad_utils' features of our `examples` (their training answers and impossibility too)."""
     features = []
     squad_utils.convert_examples_to_features(
         [squad_utils.SquadExample(example.qas_id, example.question_text, example.paragraph_text,
-                                  orig_answer_text=example.answer_text, start_position=example.answer_start)
-         for example in examples],
-        tokenizer, max_seq_length=max_seq_length, doc_stride=32, max_query_length=16, is_training=True,
-        output_fn=features.append, do_lower_case=True)
+                                  orig_answer_text=example.answer_text, start_position=example.answer_start,
+                                  is_impossible=example.is_impossible) for example in examples],
+        original_tokenization.FullTokenizer(None, do_lower_case=True, spm_model_file=spm_model),
+        is_training=is_training, output_fn=features.append, do_lower_case=True, **lengths)
+    return features
+
+
+def _original_training_positions(spm_model, digit_comma_rule, examples, max_seq_length):
+    original = original_albert.tokenization(digit_comma_rule)
+    features = _original_features(original_albert.squad_utils(original), original, spm_model, examples, True,
+                                  max_seq_length=max_seq_length, doc_stride=32, max_query_length=16)
     return [(feature.input_ids, feature.start_position, feature.end_position) for feature in features]
 
 
@@ -456,15 +461,6 @@ def test_training_features_equal_the_originals_after_characters_outside_ascii(sp
     assert all(start > 0 for _, start, _ in ours)
 
 
-def _original_evaluation_features(squad_utils, tokenizer, examples, **lengths):
-    features = []
-    squad_utils.convert_examples_to_features(
-        [squad_utils.SquadExample(example.qas_id, example.question_text, example.paragraph_text)
-         for example in examples],
-        tokenizer, is_training=False, output_fn=features.append, do_lower_case=True, **lengths)
-    return features
-
-
 def _random_paragraph(rng):
     words = ["cafe", "naive", "resume", "people", "zurich", "1990,", "1,000,", "met", "in", "the", "\u2014", "\u20ac"]
     return " ".join(rng.choice(words) for _ in range(rng.randint(4, 40))).capitalize() + "."
@@ -483,8 +479,7 @@ def test_predictions_equal_the_originals_on_random_model_outputs(spm_model, toke
     ours = list(squad.convert_examples_to_features(examples, tokenizer, is_training=False, **lengths))
     original = original_albert.tokenization()
     squad_utils = original_albert.squad_utils(original)
-    theirs = _original_evaluation_features(
-        squad_utils, original.FullTokenizer(None, do_lower_case=True, spm_model_file=spm_model), examples, **lengths)
+    theirs = _original_features(squad_utils, original, spm_model, examples, False, **lengths)
     for field in ("input_ids", "input_mask", "segment_ids", "p_mask", "doc_span_index", "example_index"):
         assert [getattr(feature, field) for feature in ours] == [getattr(feature, field) for feature in theirs], field
     assert [[int(feature.token_is_max_context.get(position, False)) for position in range(lengths["max_seq_length"])]
@@ -585,14 +580,7 @@ def test_training_features_equal_the_originals_with_unanswerable_questions_and_s
     lengths = dict(max_seq_length=40, doc_stride=12, max_query_length=8)
     ours = list(squad.convert_examples_to_features(examples, tokenizer, is_training=True, **lengths))
     original = original_albert.tokenization()
-    squad_utils = original_albert.squad_utils(original)
-    theirs = []
-    squad_utils.convert_examples_to_features(
-        [squad_utils.SquadExample(example.qas_id, example.question_text, example.paragraph_text,
-                                  orig_answer_text=example.answer_text, start_position=example.answer_start,
-                                  is_impossible=example.is_impossible) for example in examples],
-        original.FullTokenizer(None, do_lower_case=True, spm_model_file=spm_model), is_training=True,
-        output_fn=theirs.append, do_lower_case=True, **lengths)
+    theirs = _original_features(original_albert.squad_utils(original), original, spm_model, examples, True, **lengths)
 
     assert len(ours) == len(theirs) > len(examples)
     for field in ("input_ids", "p_mask", "start_position", "end_position", "is_impossible"):
