@@ -1,4 +1,5 @@
 """AlbertTokenizer: the original's normalisation, digit-comma rule, special ids, and WordPiece mode."""
+import collections
 import os
 import pickle
 import random
@@ -285,7 +286,7 @@ def test_the_original_gives_bytes_to_sentencepiece_and_gets_the_same_pieces(numb
         assert all(isinstance(piece, str) for piece in sp_model.EncodeAsPieces(text.encode("utf-8")))
 
 
-def _wordpiece_texts(rng, count):
+def _mixed_script_texts(rng, count):
     """Texts of words, their pieces' glue, and the characters BERT's basic tokenizer treats apart: CJK ideographs,
     ASCII and Unicode punctuation, accents, controls and format characters, odd whitespace, emoji, long words."""
     words = ["want", "unwanted", "running", "Hello", "HOW", "are", "you", "Caf\u00e9", "na\u00efve",
@@ -310,9 +311,32 @@ def test_wordpiece_tokens_and_ids_equal_the_originals(tmp_path, do_lower_case):
     original = original_albert.tokenization().FullTokenizer(str(vocab_file), do_lower_case=do_lower_case)
     tokenizer = AlbertTokenizer(vocab_file=str(vocab_file), do_lower_case=do_lower_case)
     known = 0
-    for text in _wordpiece_texts(rng, 300):
+    for text in _mixed_script_texts(rng, 300):
         expected = original.tokenize(text)
         assert tokenizer.tokenize(text) == expected, repr(text)
         assert tokenizer.encode(text) == original.convert_tokens_to_ids(expected), repr(text)
         known += sum(token != "[UNK]" for token in expected)
     assert known > 1000
+
+
+@pytest.mark.parametrize("do_lower_case", [True, False])
+def test_sentencepiece_pieces_and_ids_equal_the_originals_on_mixed_script_texts(tmp_path, do_lower_case):
+    """SentencePiece mode against the original's preprocess_text and FullTokenizer(spm_model_file) on the texts
+    above (accents, CJK, controls, format characters, odd whitespace, emoji), with a model trained on them."""
+    rng = random.Random(7)
+    corpus = tmp_path / "mixed.txt"
+    corpus.write_text("".join(text.replace("\n", " ") + "\n" for text in _mixed_script_texts(rng, 1500)),
+                      encoding="utf-8")
+    model_file = build_vocab.train_sentencepiece([str(corpus)], str(tmp_path / "mixed"), vocab_size=120)
+    original = original_albert.tokenization()
+    original_tokenizer = original.FullTokenizer(None, do_lower_case=do_lower_case, spm_model_file=model_file)
+    tokenizer = AlbertTokenizer(spm_model_file=model_file, do_lower_case=do_lower_case)
+    seen = collections.Counter()
+    for text in _mixed_script_texts(rng, 300):
+        pieces = original_tokenizer.tokenize(original.preprocess_text(text, lower=do_lower_case))
+        assert tokenizer.tokenize(text) == [original.printable_text(piece) for piece in pieces], repr(text)
+        ids = original_tokenizer.convert_tokens_to_ids(pieces)
+        assert tokenizer.encode(text) == ids, repr(text)
+        seen.update(ids)
+    # Most of the vocabulary is met, and so are unknown pieces (controls, characters the model left out).
+    assert len(seen) > 60 and seen[tokenizer.unk_id] > 50, seen
