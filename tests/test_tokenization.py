@@ -245,6 +245,15 @@ def test_wordpiece_special_ids_decode_and_checks(wordpiece_vocab_file, tmp_path)
         AlbertTokenizer(vocab_file=str(no_mask)).check_special_ids()
 
 
+def _check_against_the_original(tokenizer, original, original_tokenizer, text, lower):
+    """Asserts that our pieces and ids of `text` are the original's (its preprocess_text, then its SentencePiece
+    FullTokenizer); returns the ids."""
+    pieces = original_tokenizer.tokenize(original.preprocess_text(text, lower=lower))
+    assert tokenizer.tokenize(text) == [original.printable_text(piece) for piece in pieces], repr(text)
+    ids = original_tokenizer.convert_tokens_to_ids(pieces)
+    assert tokenizer.encode(text) == ids, repr(text)
+    return ids
+
 
 @pytest.fixture(scope="module")
 def number_model_file(tmp_path_factory):
@@ -260,9 +269,7 @@ def test_pieces_and_ids_equal_the_originals_on_generated_number_texts(number_mod
     original_tokenizer = original.FullTokenizer(None, do_lower_case=True, spm_model_file=number_model_file)
     tokenizer = AlbertTokenizer(spm_model_file=number_model_file, digit_comma_rule=digit_comma_rule)
     for text in GENERATED_NUMBER_TEXTS:
-        pieces = original_tokenizer.tokenize(original.preprocess_text(text, lower=True))
-        assert tokenizer.tokenize(text) == [original.printable_text(piece) for piece in pieces], text
-        assert tokenizer.encode(text) == original_tokenizer.convert_tokens_to_ids(pieces), text
+        _check_against_the_original(tokenizer, original, original_tokenizer, text, lower=True)
 
 
 def test_the_two_digit_comma_rules_differ_on_many_generated_texts(number_model_file):
@@ -333,10 +340,6 @@ def test_sentencepiece_pieces_and_ids_equal_the_originals_on_mixed_script_texts(
     tokenizer = AlbertTokenizer(spm_model_file=model_file, do_lower_case=do_lower_case)
     seen = collections.Counter()
     for text in _mixed_script_texts(rng, 300):
-        pieces = original_tokenizer.tokenize(original.preprocess_text(text, lower=do_lower_case))
-        assert tokenizer.tokenize(text) == [original.printable_text(piece) for piece in pieces], repr(text)
-        ids = original_tokenizer.convert_tokens_to_ids(pieces)
-        assert tokenizer.encode(text) == ids, repr(text)
-        seen.update(ids)
+        seen.update(_check_against_the_original(tokenizer, original, original_tokenizer, text, do_lower_case))
     # Most of the vocabulary is met, and so are unknown pieces (controls, characters the model left out).
     assert len(seen) > 60 and seen[tokenizer.unk_id] > 50, seen
