@@ -128,6 +128,7 @@ def plot_lines(spec: Mapping[str, object], path: str) -> str:
         if spec["xscale"] == "log":
             ticks = sorted({x for xs, _, _ in spec["lines"].values() for x in xs})
             axis.set_xticks(ticks, [str(tick) for tick in ticks])
+            axis.xaxis.set_minor_locator(matplotlib.ticker.NullLocator())
     return path
 
 
@@ -144,6 +145,10 @@ def plot_bars(spec: Mapping[str, object], path: str) -> str:
                 axis.bar(positions + (index - (len(panel["series"]) - 1) / 2) * width, values, width, yerr=errors,
                          capsize=3, label=label)
             axis.set_yscale(panel["yscale"])
+            if panel["yscale"] == "log":
+                # Labels at 1, 2 and 5 of every decade, none at the other minor ticks (they overlapped).
+                axis.yaxis.set_major_locator(matplotlib.ticker.LogLocator(subs=(1.0, 2.0, 5.0)))
+                axis.yaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
             axis.yaxis.set_major_formatter(matplotlib.ticker.FormatStrFormatter("%g"))
             axis.set_xticks(positions, categories, rotation=20, fontsize=7)
     return path

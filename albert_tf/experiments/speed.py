@@ -101,6 +101,21 @@ def _judge(speedup_range, faster: bool, speed: SpeedBudget) -> str:
     return "inside the noise"
 
 
+def _paths_text(records: Mapping[str, Mapping[str, object]]) -> str:
+    """Which compile path timed the models, e.g. "jit_compile=auto: TensorFlow's kernels for every model"."""
+    paths = {name: "XLA" if record["jit_compile"] else "TensorFlow's kernels" for name, record in records.items()}
+    setting = next(iter(records.values())).get("jit_compile_setting", "auto")
+    if len(set(paths.values())) == 1:
+        return f"jit_compile={setting}: {next(iter(paths.values()))} for every model"
+    return f"jit_compile={setting}: " + ", ".join(f"{path} for {name}" for name, path in paths.items())
+
+
+def _device_text(record: Mapping[str, object]) -> str:
+    """The device, and the host CPU beside it where the device's name does not already hold it (a GPU)."""
+    device, cpu = str(record["device"]), str(record["cpu_model"])
+    return device if cpu in device else f"{device} (host CPU {cpu})"
+
+
 def _memory_text(value) -> str:
     return "-" if value is None else f"{value:,.0f}"
 
@@ -139,11 +154,11 @@ def speed_section(speed: SpeedBudget, speed_dir: str, jit_compile="auto") -> Dic
         "| model | paper params | paper speedup | our params | our seq/s | our speedup (repeats' range) | "
         "FLOPs ratio | parameter MB | peak RSS MB (steps) | peak device MB |",
         "|---|---|---|---|---|---|---|---|---|---|", *rows, "",
-        f"Measured with the benchmark harness's {WORKLOAD} (LAMB, MLM + SOP, float32, XLA "
-        f"{reference['jit_compile']}) at batch {speed.batch_size} x {speed.seq_length} tokens, {speed.repeats} "
-        f"repeat(s) of {speed.steps} steps after {speed.warmup_steps} warm-up, on {reference['device']} "
-        f"({reference['cpu_model']}); {shapes}. The paper timed batch 4096 x 512 on TPUs. The FLOPs ratio is "
-        "BERT-large's matmul FLOPs over the model's: the speedup equal efficiency would give."])
+        f"Measured with the benchmark harness's {WORKLOAD} (LAMB, MLM + SOP, float32, {_paths_text(records)}) "
+        f"at batch {speed.batch_size} x {speed.seq_length} tokens, {speed.repeats} repeat(s) of {speed.steps} "
+        f"steps after {speed.warmup_steps} warm-up, on {_device_text(reference)}; {shapes}. The paper timed batch "
+        "4096 x 512 on TPUs. The FLOPs ratio is BERT-large's matmul FLOPs over the model's: the speedup equal "
+        "efficiency would give."])
     measurements = {f"{NAME}/{name}": {"parameters": records[name]["parameters"],
                                        "speedup": ranges[name][1], "speedup_range": [ranges[name][0],
                                                                                       ranges[name][2]],

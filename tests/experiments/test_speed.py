@@ -60,6 +60,15 @@ def test_speed_verdicts_come_from_the_repeats_range_and_a_rerun_measures_nothing
     assert "| albert-large | 18M | 1.7x | 1,002 | 1.6 | 1.60x (1.43-1.79) | 1.60x | 12.0 | 802 | - |" in (
         section["table"])
     assert section["measurements"]["speed/albert-base"]["speedup"] == pytest.approx(5.2)
+    assert "(LAMB, MLM + SOP, float32, jit_compile=auto: XLA for every model) at batch 2 x 128 tokens" in (
+        section["table"])
+    assert "on cpu (host CPU made up);" in section["table"]
+    with open(os.path.join(speed_dir, "albert-base.json"), encoding="utf-8") as handle:
+        record = json.load(handle)
+    with open(os.path.join(speed_dir, "albert-base.json"), "w", encoding="utf-8") as handle:
+        json.dump({**record, "jit_compile": False}, handle)
+    assert ("jit_compile=auto: XLA for bert-large, TensorFlow's kernels for albert-base, XLA for albert-large"
+            in speed.speed_section(FULL_SIZE, speed_dir)["table"])
 
     _write_records(speed_dir, {**RATES, "albert-large": (0.9, 1.0, 1.1), "albert-xxlarge": (1.1, 1.2, 1.3)})
     mixed = speed.speed_section(FULL_SIZE, speed_dir)
