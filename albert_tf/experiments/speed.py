@@ -28,6 +28,7 @@ from albert_tf.config import PRESETS, AlbertConfig
 from albert_tf.experiments.budgets import SpeedBudget
 from albert_tf.experiments.json_files import read_json, write_json
 from albert_tf.models.param_count import encoder_parameters
+from albert_tf.training.compile_choice import PATH_NAMES
 
 NAME = "speed"
 REFERENCE = "bert-large"
@@ -102,8 +103,8 @@ def _judge(speedup_range, faster: bool, speed: SpeedBudget) -> str:
 
 
 def _paths_text(records: Mapping[str, Mapping[str, object]]) -> str:
-    """Which compile path timed the models, e.g. "jit_compile=auto: TensorFlow's kernels for every model"."""
-    paths = {name: "XLA" if record["jit_compile"] else "TensorFlow's kernels" for name, record in records.items()}
+    """Which compile path timed the models, e.g. "jit_compile=auto: XLA for every model"."""
+    paths = {name: PATH_NAMES[bool(record["jit_compile"])] for name, record in records.items()}
     setting = next(iter(records.values())).get("jit_compile_setting", "auto")
     if len(set(paths.values())) == 1:
         return f"jit_compile={setting}: {next(iter(paths.values()))} for every model"

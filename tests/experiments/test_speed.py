@@ -67,7 +67,7 @@ def test_speed_verdicts_come_from_the_repeats_range_and_a_rerun_measures_nothing
         record = json.load(handle)
     with open(os.path.join(speed_dir, "albert-base.json"), "w", encoding="utf-8") as handle:
         json.dump({**record, "jit_compile": False}, handle)
-    assert ("jit_compile=auto: XLA for bert-large, TensorFlow's kernels for albert-base, XLA for albert-large"
+    assert ("jit_compile=auto: XLA for bert-large, TensorFlow's own kernels for albert-base, XLA for albert-large"
             in speed.speed_section(FULL_SIZE, speed_dir)["table"])
 
     _write_records(speed_dir, {**RATES, "albert-large": (0.9, 1.0, 1.1), "albert-xxlarge": (1.1, 1.2, 1.3)})
