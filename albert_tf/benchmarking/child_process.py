@@ -110,25 +110,41 @@ class _PeakMemory:
         self.rss_bytes = max(self.rss_bytes, main.rss)
         self.pss_bytes = max(self.pss_bytes, main.pss + sum(info.pss for info in of_descendants))
         self.descendant_rss_bytes = max([self.descendant_rss_bytes] + [info.rss for info in of_descendants])
-        anonymous = [_anonymous_pss(process) for process in [self._process] + descendants]
-        if anonymous[0] is not None:  # None: the kernel does not report it, or the process has just ended
-            self.anonymous_bytes = max(self.anonymous_bytes or 0, sum(filter(None, anonymous)))
+        if main.anonymous is not None:  # None: the kernel does not report it
+            self.anonymous_bytes = max(self.anonymous_bytes or 0,
+                                       main.anonymous + sum(info.anonymous or 0 for info in of_descendants))
 
 
-def _anonymous_pss(process) -> Optional[int]:
-    """Pss_Anon from /proc/PID/smaps_rollup (Linux 5.9 and later), or None."""
+@dataclasses.dataclass
+class _Memory:
+    rss: int
+    pss: int
+    anonymous: Optional[int]
+
+
+_ROLLUP_FIELDS = {"Rss:": "rss", "Pss:": "pss", "Pss_Anon:": "anonymous"}
+
+
+def _memory(process) -> Optional[_Memory]:
+    """One reading of `process`'s resident, proportional and anonymous proportional sizes, or None once it has ended.
+
+    All three come from one read of /proc/PID/smaps_rollup (Pss_Anon since Linux 5.9), so they describe the same
+    moment: read apart, a growing process's anonymous pages could exceed the PSS read before them. Elsewhere
+    psutil's reading, without the anonymous size.
+    """
+    fields = {}
     try:
         with open(f"/proc/{process.pid}/smaps_rollup", encoding="ascii") as handle:
             for line in handle:
-                if line.startswith("Pss_Anon:"):
-                    return int(line.split()[1]) * 1024
-    except OSError:
+                parts = line.split()
+                if parts and parts[0] in _ROLLUP_FIELDS:
+                    fields[_ROLLUP_FIELDS[parts[0]]] = int(parts[1]) * 1024
+    except OSError:  # the process has ended, or this system has no smaps_rollup
         pass
-    return None
-
-
-def _memory(process):
+    if "rss" in fields and "pss" in fields:
+        return _Memory(fields["rss"], fields["pss"], fields.get("anonymous"))
     try:
-        return process.memory_full_info()
+        info = process.memory_full_info()
     except (psutil.NoSuchProcess, psutil.AccessDenied):
         return None
+    return _Memory(info.rss, getattr(info, "pss", info.rss), None)
