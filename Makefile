@@ -12,9 +12,11 @@ BEAM_STAMP := $(BEAM)/.installed
 ONNX := $(VENV)/onnx
 ONNX_STAMP := $(ONNX)/.installed
 
-# Test processes run side by side (pytest-xdist): most tests are bound by one thread (tracing, subprocesses), so two
-# workers on the 2 CI cores halve the suite's time. Each worker imports TensorFlow (about 0.6 GB): raise with care.
-TEST_WORKERS ?= 2
+# Test processes run side by side (pytest-xdist): most tests are bound by one thread (tracing, subprocesses), and
+# a worker waiting for a test's subprocess or its files leaves a core idle, so three workers on the 2 CI cores
+# finish sooner than two (BUILD_NOTES.md, "The tests"). Each worker imports TensorFlow (about 0.6 GB), and the
+# suite's memory peaked at 8 GB with three: raise with care.
+TEST_WORKERS ?= 3
 
 .PHONY: demo test test-fast install peers beam onnx
 
