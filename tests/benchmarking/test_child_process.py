@@ -1,14 +1,16 @@
 """The one child-process runner behind the isolated model workloads and create_pretraining_data's measurement."""
+import builtins
 import subprocess
 import time
 
+import psutil
 import pytest
 
 from albert_tf.benchmarking import child_process
 from albert_tf.benchmarking.child_process import REPOSITORY_ROOT, run_python_child
 from tests.helpers import REPO_ROOT
 
-pytestmark = pytest.mark.slow  # every test starts a child process
+pytestmark = pytest.mark.slow  # every test but the last starts a child process
 
 
 def test_the_last_marked_line_is_the_record_and_the_child_imports_this_checkout():
@@ -62,3 +64,22 @@ def test_sampled_memory_counts_the_child_and_its_descendants_and_a_talkative_chi
     assert run.peak_pss_bytes > 350e6
     # The held bytes are anonymous pages, which no other process on the machine shares.
     assert 350e6 < run.peak_anonymous_bytes <= run.peak_pss_bytes
+
+
+def test_one_reading_gives_a_process_rss_pss_and_anonymous_pss_of_the_same_moment(monkeypatch):
+    process = psutil.Process()
+    held = b"x" * (50 * 10**6)
+    memory = child_process._memory(process)
+    assert 50e6 < memory.anonymous <= memory.pss <= memory.rss
+    del held
+    # Where /proc/PID/smaps_rollup cannot be read: psutil's reading, without the anonymous size.
+    real_open = builtins.open
+
+    def open_without_rollup(path, *arguments, **keywords):
+        if str(path).endswith("/smaps_rollup"):
+            raise FileNotFoundError(path)
+        return real_open(path, *arguments, **keywords)
+
+    monkeypatch.setattr(builtins, "open", open_without_rollup)
+    fallback = child_process._memory(process)
+    assert fallback.anonymous is None and 0 < fallback.pss <= fallback.rss
