@@ -14,9 +14,11 @@ ONNX_STAMP := $(ONNX)/.installed
 
 # Test processes run side by side (pytest-xdist): most tests are bound by one thread (tracing, subprocesses), and
 # a worker waiting for a test's subprocess or its files leaves a core idle, so three workers on the 2 CI cores
-# finish sooner than two (BUILD_NOTES.md, "The tests"). Each worker imports TensorFlow (about 0.6 GB), and the
-# suite's memory peaked at 8 GB with three: raise with care.
+# finish sooner than two; a worker that runs out of tests takes some of another's (worksteal) instead of waiting
+# (BUILD_NOTES.md, "The tests"). Each worker imports TensorFlow (about 0.6 GB), and the suite's memory peaked at
+# 8.5 GB with three: raise with care.
 TEST_WORKERS ?= 3
+PYTEST_PARALLEL := -n $(TEST_WORKERS) --dist worksteal
 
 .PHONY: demo test test-fast install peers beam onnx
 
@@ -60,7 +62,7 @@ demo: $(STAMP)
 	$(VPY) -m run_scripts.quickstart --output_dir=demo_output
 
 test: $(STAMP) $(PEERS_STAMP) $(BEAM_STAMP) $(ONNX_STAMP)
-	$(VPY) -m pytest -q -n $(TEST_WORKERS) tests
+	$(VPY) -m pytest -q $(PYTEST_PARALLEL) tests
 
 test-fast: $(STAMP)
-	$(VPY) -m pytest -q -n $(TEST_WORKERS) -m "not slow" tests
+	$(VPY) -m pytest -q $(PYTEST_PARALLEL) -m "not slow" tests
