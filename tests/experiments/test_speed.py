@@ -9,6 +9,7 @@ import pytest
 from albert_tf.config import AlbertConfig
 from albert_tf.experiments import speed
 from albert_tf.experiments.budgets import SpeedBudget, budget_for
+from albert_tf.experiments.json_files import read_json, write_json
 from albert_tf.experiments.report import write_report
 from albert_tf.experiments.reproduce import ReproduceOptions, run_reproduction
 
@@ -63,10 +64,8 @@ def test_speed_verdicts_come_from_the_repeats_range_and_a_rerun_measures_nothing
     assert "(LAMB, MLM + SOP, float32, jit_compile=auto: XLA for every model) at batch 2 x 128 tokens" in (
         section["table"])
     assert "on cpu (host CPU made up);" in section["table"]
-    with open(os.path.join(speed_dir, "albert-base.json"), encoding="utf-8") as handle:
-        record = json.load(handle)
-    with open(os.path.join(speed_dir, "albert-base.json"), "w", encoding="utf-8") as handle:
-        json.dump({**record, "jit_compile": False}, handle)
+    albert_base = os.path.join(speed_dir, "albert-base.json")
+    write_json(albert_base, {**read_json(albert_base), "jit_compile": False})
     assert ("jit_compile=auto: XLA for bert-large, TensorFlow's own kernels for albert-base, XLA for albert-large"
             in speed.speed_section(FULL_SIZE, speed_dir)["table"])
 
