@@ -147,4 +147,4 @@ def _memory(process) -> Optional[_Memory]:
         info = process.memory_full_info()
     except (psutil.NoSuchProcess, psutil.AccessDenied):
         return None
-    return _Memory(info.rss, getattr(info, "pss", info.rss), None)
+    return _Memory(info.rss, info.pss, None)
