@@ -19,12 +19,17 @@ class AlbertAttention(keras.layers.Layer):
     (paper Table 4 counts it that way). Softmax runs in float32 under mixed precision, with the scale
     and the mask's bias, in training as one XLA-fused loop (albert_tf/layers/fused.py).
     `attention_bias` is [B, 1, 1, S] float32, 0 for real tokens and -10000 for padding; the
-    encoder computes it once and passes it to every depth.
+    encoder computes it once and passes it to every depth. `query_states`, rows of `hidden_states`
+    ([B, P, H]), limit the output to those rows: only they are queried, projected and normalized,
+    while keys and values still come from every position (the encoder's last block, where the
+    heads read only some positions).
 
     Example:
     >>> layer = AlbertAttention(hidden_size=16, num_attention_heads=2)
     >>> layer(tf.zeros([1, 3, 16]), tf.zeros([1, 1, 1, 3])).shape
     TensorShape([1, 3, 16])
+    >>> layer(tf.zeros([1, 3, 16]), tf.zeros([1, 1, 1, 3]), query_states=tf.zeros([1, 2, 16])).shape
+    TensorShape([1, 2, 16])
     """
 
     def __init__(self, hidden_size, num_attention_heads, attention_probs_dropout_prob=0.0,
@@ -79,10 +84,11 @@ class AlbertAttention(keras.layers.Layer):
         """The four projections' kernels and biases, by the names `projection_weights` takes them under."""
         return dense_variables(self.query, self.key, self.value, self.output_dense)
 
-    def call(self, hidden_states, attention_bias, training=False, projection_weights=None):
+    def call(self, hidden_states, attention_bias, training=False, projection_weights=None, query_states=None):
         """`projection_weights`, the projections' weights in the compute dtype by their `projection_variables`
         names (the encoder's once-a-step copies of a shared half), replace the layers' own reads."""
         hidden_states = tf.cast(hidden_states, self.compute_dtype)
+        query_states = hidden_states if query_states is None else tf.cast(query_states, self.compute_dtype)
         attention_bias = tf.cast(attention_bias, tf.float32)
 
         def weight(dense, part):
@@ -96,7 +102,7 @@ class AlbertAttention(keras.layers.Layer):
             # gradient sums them in float32 and rounds once.
             return tf.tensordot(inputs, weight(dense, "kernel"), axes=1) + weight(dense, "bias")
 
-        query = self._split_heads(project(self.query, hidden_states))
+        query = self._split_heads(project(self.query, query_states))
         key = self._split_heads(project(self.key, hidden_states))
         value = self._split_heads(project(self.value, hidden_states))
         scores = tf.matmul(query, key, transpose_b=True)
@@ -108,9 +114,9 @@ class AlbertAttention(keras.layers.Layer):
             probs = tf.cast(tf.nn.softmax(tf.cast(scores, tf.float32) * scale + attention_bias, axis=-1),
                             self.compute_dtype)
         probs = self.attention_dropout(probs, training=training)
-        context = tf.reshape(tf.transpose(tf.matmul(probs, value), [0, 2, 1, 3]), tf.shape(hidden_states))
+        context = tf.reshape(tf.transpose(tf.matmul(probs, value), [0, 2, 1, 3]), tf.shape(query_states))
         attention_output = self.output_dropout(project(self.output_dense, context), training=training)
-        return self.layer_norm(attention_output + hidden_states, training=training)
+        return self.layer_norm(attention_output + query_states, training=training)
 
     def get_config(self):
         config = super().get_config()

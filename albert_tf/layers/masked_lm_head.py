@@ -19,8 +19,9 @@ class AlbertMaskedLMHead(keras.layers.Layer):
 
     The decoder is not a variable of this layer: `call` takes the word-embedding table itself,
     so the pretrainer hands it the very tf.Variable the embeddings use (tied, never copied).
-    Positions are gathered before the transform, so the V x E decoder runs on P positions only.
-    Logits come back in float32.
+    Positions are gathered before the transform, so the V x E decoder runs on P positions only;
+    `masked_lm_positions=None` takes `sequence_output` as already gathered ([B, P, H], as the
+    encoder's `output_positions` return it). Logits come back in float32.
 
     Example:
     >>> head = AlbertMaskedLMHead(vocab_size=100, embedding_size=16)
@@ -49,8 +50,9 @@ class AlbertMaskedLMHead(keras.layers.Layer):
         self.built = True
 
     def call(self, sequence_output, masked_lm_positions, embedding_table, training=False):
-        hidden = self.layer_norm(self.dense(gather_positions(sequence_output, masked_lm_positions)),
-                                training=training)
+        if masked_lm_positions is not None:
+            sequence_output = gather_positions(sequence_output, masked_lm_positions)
+        hidden = self.layer_norm(self.dense(sequence_output), training=training)
         table = tf.cast(embedding_table, hidden.dtype)
         logits = tf.einsum("bpe,ve->bpv", hidden, table)
         return tf.cast(logits, tf.float32) + tf.cast(self.output_bias, tf.float32)

@@ -6,6 +6,7 @@ import pytest
 import tensorflow as tf
 
 from albert_tf import AlbertEncoder, AlbertPretrainer
+from albert_tf.models.encoder import no_output_positions
 from albert_tf.checkpoints.tf1_names import encoder_variable_map, pretrainer_variable_map
 from albert_tf.layers.attention import AlbertAttention
 from albert_tf.layers.classification_head import ClassificationHead
@@ -237,6 +238,74 @@ def test_variable_sequence_lengths(seq_length):
         "input_word_ids": tf.ones([2, seq_length], tf.int32), "input_mask": tf.ones([2, seq_length], tf.int32),
         "input_type_ids": tf.zeros([2, seq_length], tf.int32)})
     assert outputs["sequence_output"].shape == (2, seq_length, 16)
+
+
+OUTPUT_POSITIONS = tf.constant([[3, 0, 6, 3], [1, 2, 0, 0]])
+
+
+@pytest.mark.parametrize("mode, share_type, recompute_blocks", [
+    *itertools.product(["eager"], ["all", "none"], [False, 1, True]), ("xla", "all", 1), ("xla", "none", True)])
+def test_output_positions_give_the_full_outputs_rows_and_its_gradients(share_type, recompute_blocks, mode):
+    """The last block on the asked rows only (duplicates included) gives the full output's rows, the same pooled
+    output and the same gradients for every variable."""
+    encoder = AlbertEncoder(tiny_config(share_type=share_type), recompute_blocks=recompute_blocks)
+    randomize_layer_norms(encoder)
+    inputs = random_inputs(with_predictions=False)
+    probe = tf.constant(np.random.default_rng(5).normal(size=(2, 4, 16)), tf.float32)
+
+    def losses_and_gradients(inputs):
+        with tf.GradientTape(persistent=True) as tape:
+            full = encoder(inputs, training=True)
+            rows = encoder(inputs, training=True, output_positions=OUTPUT_POSITIONS)
+            full_loss = (tf.reduce_sum(tf.gather(full["sequence_output"], OUTPUT_POSITIONS, batch_dims=1) * probe)
+                         + tf.reduce_sum(full["pooled_output"]))
+            rows_loss = tf.reduce_sum(rows["sequence_output"] * probe) + tf.reduce_sum(rows["pooled_output"])
+        gradients = [[tf.convert_to_tensor(gradient) for gradient in tape.gradient(loss, encoder.trainable_variables)]
+                     for loss in (full_loss, rows_loss)]
+        return full, rows, gradients
+
+    run = losses_and_gradients if mode == "eager" else tf.function(losses_and_gradients, jit_compile=True)
+    full, rows, (full_gradients, rows_gradients) = run(inputs)
+    expected = tf.gather(full["sequence_output"], OUTPUT_POSITIONS, batch_dims=1)
+    np.testing.assert_allclose(rows["sequence_output"], expected, atol=2e-5)
+    np.testing.assert_allclose(rows["encoder_outputs"][-1], expected, atol=2e-5)
+    np.testing.assert_allclose(rows["encoder_outputs"][0], full["encoder_outputs"][0], atol=2e-5)
+    np.testing.assert_allclose(rows["pooled_output"], full["pooled_output"], atol=2e-5)
+    # The key bias's gradient is zero but for rounding (softmax ignores a shift shared by a query's scores), so
+    # the tolerance is relative to the largest gradient of all.
+    scale = max(float(tf.reduce_max(tf.abs(gradient))) for gradient in full_gradients)
+    for variable, full_gradient, rows_gradient in zip(encoder.trainable_variables, full_gradients, rows_gradients):
+        np.testing.assert_allclose(rows_gradient, full_gradient, atol=2e-6 * scale, err_msg=variable.path)
+
+
+def test_output_positions_run_the_last_blocks_projections_on_those_rows_only():
+    """Per block: query, key, value and output projections and the two feed-forward ones. With 4 positions asked
+    (and position 0 for the pooler) at batch 2, the last block's query, output and feed-forward products have
+    2 x 5 rows; its key and value products, every other block's and the embedding projection all 2 x 7."""
+    config = tiny_config()
+    encoder = AlbertEncoder(config)
+    inputs = random_inputs(with_predictions=False)
+    graph = tf.function(lambda inputs: encoder(inputs, training=True, output_positions=OUTPUT_POSITIONS)
+                        ).get_concrete_function(inputs).graph
+    rows = sorted(op.outputs[0].shape[0] for op in graph.get_operations()
+                  if op.type == "MatMul" and op.outputs[0].shape[-1] in (16, 32) and op.outputs[0].shape[0] > 2)
+    assert rows == [10] * 4 + [14] * (6 * config.num_hidden_layers - 4 + 1)
+
+
+def test_no_output_positions_leave_the_pooled_output_and_run_the_last_block_on_position_0():
+    encoder = AlbertEncoder(tiny_config())
+    inputs = random_inputs(with_predictions=False)
+    outputs = encoder(inputs, output_positions=no_output_positions(inputs["input_word_ids"]))
+    np.testing.assert_allclose(outputs["pooled_output"], encoder(inputs)["pooled_output"], atol=2e-5)
+    assert outputs["sequence_output"].shape == (2, 0, 16)
+    graph = tf.function(lambda inputs: encoder(inputs, output_positions=no_output_positions(inputs["input_word_ids"]))
+                        ).get_concrete_function(inputs).graph
+    assert not [op for op in graph.get_operations() if op.type in ("GatherV2", "ResourceGather")
+                and "embeddings" not in op.name]
+    rows = sorted(op.outputs[0].shape[0] for op in graph.get_operations()
+                  if op.type == "MatMul" and op.outputs[0].shape[-1] in (16, 32) and op.outputs[0].shape[0] > 1)
+    # The last block's query, output and feed-forward products and the pooler on 2 rows; the rest as before.
+    assert rows == [2] * 5 + [14] * (6 * len(encoder.sharing_plan.blocks) - 4 + 1)
 
 
 def test_over_long_input_names_both_numbers():
