@@ -155,9 +155,9 @@ def compare_peers(peers: Sequence[str], settings: BenchmarkSettings, precisions:
                     runs[row].append(run_ours(row, settings, timeout_seconds))
                 else:
                     runs[row].append(run_peer(row, spec, timeout_seconds))
-    flops = workload_flops("pretrain_step", config, settings.batch_size, settings.seq_length,
-                           settings.max_predictions_per_seq)
-    records = [_record(row, runs[row], settings, flops) for row in rows]
+    records = [_record(row, runs[row], settings, workload_flops(
+        "pretrain_step", config, settings.batch_size, settings.seq_length, settings.max_predictions_per_seq,
+        last_block_on_every_position=row.implementation != OURS)) for row in rows]
     reference = _reference(records)
     for record in records:
         record["reference"] = reference["configuration"]

@@ -3,6 +3,7 @@
 from albert_tf.layers.classification_head import ClassificationHead
 from albert_tf.layers.initializers import HEAD_INITIALIZER_STDDEV
 from albert_tf.layers.replica_dropout import ReplicaDropout
+from albert_tf.models.encoder import no_output_positions
 from albert_tf.models.task_model import AlbertTaskModel
 
 
@@ -10,7 +11,8 @@ class AlbertClassifier(AlbertTaskModel):
     """Sentence(-pair) classification, or regression with `num_labels=1` (STS-B).
 
     Variables match run_classifier.py: `output_weights` [num_labels, H] and `output_bias`.
-    Dropout (0.1 by default, the original's) applies to the pooled output only when training.
+    Dropout (0.1 by default, the original's) applies to the pooled output only when training. The
+    encoder's last block runs on position 0 alone, the only row the pooler reads (`output_positions`).
     Built from a config or around an AlbertEncoder (`encoder=`), as AlbertTaskModel describes.
 
     Example:
@@ -37,7 +39,8 @@ class AlbertClassifier(AlbertTaskModel):
         self.built = True
 
     def call(self, inputs, training=False):
-        pooled = self.encoder(inputs, training=training)["pooled_output"]
+        positions = no_output_positions(inputs["input_word_ids"])
+        pooled = self.encoder(inputs, training=training, output_positions=positions)["pooled_output"]
         return self.head(self.dropout(pooled, training=training))
 
     def head_variable_map(self):

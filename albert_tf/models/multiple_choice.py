@@ -5,7 +5,7 @@ import tensorflow as tf
 from albert_tf.layers.classification_head import ClassificationHead
 from albert_tf.layers.initializers import HEAD_INITIALIZER_STDDEV
 from albert_tf.layers.replica_dropout import ReplicaDropout
-from albert_tf.models.encoder import INPUT_NAMES
+from albert_tf.models.encoder import INPUT_NAMES, no_output_positions
 from albert_tf.models.task_model import AlbertTaskModel
 
 
@@ -13,7 +13,8 @@ class AlbertMultipleChoice(AlbertTaskModel):
     """Takes int32 [batch, num_choices, seq] inputs and returns logits [batch, num_choices].
 
     Each choice is encoded as its own sequence (`[CLS] article [SEP] qa_i [SEP]` for RACE);
-    the original's race_utils scores it with `output_weights` [1, H] and `output_bias` [1].
+    the original's race_utils scores it with `output_weights` [1, H] and `output_bias` [1]. The
+    encoder's last block runs on position 0 alone, the only row the pooler reads (`output_positions`).
     Built from a config or around an AlbertEncoder (`encoder=`), as AlbertTaskModel describes.
 
     Example:
@@ -41,7 +42,8 @@ class AlbertMultipleChoice(AlbertTaskModel):
     def call(self, inputs, training=False):
         seq_length = tf.shape(inputs["input_word_ids"])[-1]
         flat = {name: tf.reshape(inputs[name], [-1, seq_length]) for name in INPUT_NAMES}
-        pooled = self.encoder(flat, training=training)["pooled_output"]
+        pooled = self.encoder(flat, training=training,
+                              output_positions=no_output_positions(flat["input_word_ids"]))["pooled_output"]
         scores = self.head(self.dropout(pooled, training=training))
         return tf.reshape(scores, [-1, self.num_choices])
 

@@ -9,7 +9,9 @@ class AlbertPretrainer(AlbertTaskModel):
     """Takes the encoder's input dict plus `masked_lm_positions` [B, P] and returns `mlm_logits`
     [B, P, V] and `sop_logits` [B, 2] (float32). The encoder is `.encoder`; `recompute_blocks`
     is its option (re-run blocks in the backward pass to save memory). Built from a config or
-    around an AlbertEncoder (`encoder=`), as AlbertTaskModel describes.
+    around an AlbertEncoder (`encoder=`), as AlbertTaskModel describes. The encoder's last block
+    runs on the masked positions and position 0 only, the rows the heads read (its
+    `output_positions`).
 
     Example:
     >>> from albert_tf import AlbertConfig
@@ -41,8 +43,8 @@ class AlbertPretrainer(AlbertTaskModel):
         self.built = True
 
     def call(self, inputs, training=False):
-        encoder_outputs = self.encoder(inputs, training=training)
-        mlm_logits = self.masked_lm_head(encoder_outputs["sequence_output"], inputs["masked_lm_positions"],
+        encoder_outputs = self.encoder(inputs, training=training, output_positions=inputs["masked_lm_positions"])
+        mlm_logits = self.masked_lm_head(encoder_outputs["sequence_output"], None,
                                          self.encoder.embeddings.word_embeddings, training=training)
         sop_logits = self.sentence_order_head(encoder_outputs["pooled_output"])
         return {"mlm_logits": mlm_logits, "sop_logits": sop_logits}

@@ -88,8 +88,19 @@ def test_flop_formula_counts_every_matmul_once_per_depth():
     unshared = AlbertConfig(**dict(TINY, num_hidden_layers=4, share_type="none"))
     assert encoder_forward_flops(shared_twice, 8) == encoder_forward_flops(unshared, 8)
     forward_heads = 2 * 3 * (32 * 16 + 16 * 300) + 2 * 32 * 2
-    assert workload_flops("pretrain_step", config, 5, 8, 3) == 3 * 5 * (288768 + forward_heads)
+    # The pretrainer's last block on 3 masked positions and position 0: key and value 2*2*8*32*32, query and output
+    # 2*2*4*32*32, attention 2*2*4*8*32, feed-forward 2*2*4*32*64.
+    last_block_on_four_rows = 32768 + 16384 + 4096 + 32768
+    assert workload_flops("pretrain_step", config, 5, 8, 3) == 3 * 5 * (
+        8192 + 139264 + last_block_on_four_rows + 2048 + forward_heads)
+    assert workload_flops("pretrain_step", config, 5, 8, 3, last_block_on_every_position=True) == 3 * 5 * (
+        288768 + forward_heads)
     assert workload_flops("encode", config, 5, 8) == 5 * 288768
+    # The classifier's last block on position 0: key and value 2*2*8*32*32, query and output 2*2*1*32*32, attention
+    # 2*2*1*8*32, feed-forward 2*2*1*32*64.
+    last_block_on_one_row = 32768 + 4096 + 1024 + 8192
+    assert workload_flops("finetune_step", config, 5, 8) == 3 * 5 * (
+        8192 + 139264 + last_block_on_one_row + 2048 + 2 * 32 * 2)
     # The figure for ALBERT-base: about 22 GFLOP per sequence of 128.
     assert encoder_forward_flops(AlbertConfig.from_preset("albert-base"), 128) == pytest.approx(22.4e9, rel=0.01)
 
