@@ -6,7 +6,6 @@ import pytest
 import tensorflow as tf
 
 from albert_tf import AlbertEncoder, AlbertPretrainer
-from albert_tf.models.encoder import no_output_positions
 from albert_tf.checkpoints.tf1_names import encoder_variable_map, pretrainer_variable_map
 from albert_tf.layers.attention import AlbertAttention
 from albert_tf.layers.classification_head import ClassificationHead
@@ -14,6 +13,7 @@ from albert_tf.layers.embeddings import AlbertEmbeddings
 from albert_tf.layers.feed_forward import AlbertFeedForward
 from albert_tf.layers.masked_lm_head import AlbertMaskedLMHead
 from albert_tf.models import param_count
+from albert_tf.models.encoder import no_output_positions
 from albert_tf.training.pretraining_losses import pretraining_loss
 from tests import numpy_albert
 from tests.helpers import random_inputs, tiny_config
@@ -282,14 +282,13 @@ def test_output_positions_run_the_last_blocks_projections_on_those_rows_only():
     """Per block: query, key, value and output projections and the two feed-forward ones. With 4 positions asked
     (and position 0 for the pooler) at batch 2, the last block's query, output and feed-forward products have
     2 x 5 rows; its key and value products, every other block's and the embedding projection all 2 x 7."""
-    config = tiny_config()
-    encoder = AlbertEncoder(config)
+    encoder = AlbertEncoder(tiny_config())
     inputs = random_inputs(with_predictions=False)
     graph = tf.function(lambda inputs: encoder(inputs, training=True, output_positions=OUTPUT_POSITIONS)
                         ).get_concrete_function(inputs).graph
     rows = sorted(op.outputs[0].shape[0] for op in graph.get_operations()
                   if op.type == "MatMul" and op.outputs[0].shape[-1] in (16, 32) and op.outputs[0].shape[0] > 2)
-    assert rows == [10] * 4 + [14] * (6 * config.num_hidden_layers - 4 + 1)
+    assert rows == [10] * 4 + [14] * (6 * len(encoder.sharing_plan.blocks) - 4 + 1)
 
 
 def test_no_output_positions_leave_the_pooled_output_and_run_the_last_block_on_position_0():
