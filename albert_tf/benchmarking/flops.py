@@ -62,17 +62,15 @@ def workload_flops(workload: str, config: AlbertConfig, batch_size: int, seq_len
     541
     """
     h, e, v = config.hidden_size, config.embedding_size, config.vocab_size
-    forward = encoder_forward_flops(config, seq_length)
     if workload == "encode":
-        return batch_size * forward
+        return batch_size * encoder_forward_flops(config, seq_length)
     if workload == "pretrain_step":
-        if not last_block_on_every_position:
-            forward = encoder_forward_flops(config, seq_length, last_block_rows=1 + max_predictions_per_seq)
+        rows_read = 1 + max_predictions_per_seq
         heads = 2 * max_predictions_per_seq * (h * e + e * v) + 2 * h * 2
     elif workload == "finetune_step":
-        if not last_block_on_every_position:
-            forward = encoder_forward_flops(config, seq_length, last_block_rows=1)
+        rows_read = 1
         heads = 2 * h * FINETUNE_NUM_LABELS
     else:
         raise ValueError(f"No FLOP formula for workload {workload!r}; allowed: {', '.join(MODEL_WORKLOADS)}.")
+    forward = encoder_forward_flops(config, seq_length, None if last_block_on_every_position else rows_read)
     return TRAINING_FLOPS_FACTOR * batch_size * (forward + heads)
