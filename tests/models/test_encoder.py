@@ -243,6 +243,16 @@ def test_variable_sequence_lengths(seq_length):
 OUTPUT_POSITIONS = tf.constant([[3, 0, 6, 3], [1, 2, 0, 0]])
 
 
+def _projection_rows(encoder, inputs, output_positions, training=False):
+    """`encoder`'s graph and the rows of its products as wide as the hidden or intermediate size, sorted: the
+    embedding projection, every block's six projections and the pooler."""
+    graph = tf.function(lambda inputs: encoder(inputs, training=training, output_positions=output_positions(inputs))
+                        ).get_concrete_function(inputs).graph
+    widths = (encoder.config.hidden_size, encoder.config.intermediate_size)
+    return graph, sorted(op.outputs[0].shape[0] for op in graph.get_operations()
+                         if op.type == "MatMul" and op.outputs[0].shape[-1] in widths)
+
+
 @pytest.mark.parametrize("mode, share_type, recompute_blocks", [
     *itertools.product(["eager"], ["all", "none"], [False, 1, True]), ("xla", "all", 1), ("xla", "none", True)])
 def test_output_positions_give_the_full_outputs_rows_and_its_gradients(share_type, recompute_blocks, mode):
@@ -283,12 +293,10 @@ def test_output_positions_run_the_last_blocks_projections_on_those_rows_only():
     (and position 0 for the pooler) at batch 2, the last block's query, output and feed-forward products have
     2 x 5 rows; its key and value products, every other block's and the embedding projection all 2 x 7."""
     encoder = AlbertEncoder(tiny_config())
-    inputs = random_inputs(with_predictions=False)
-    graph = tf.function(lambda inputs: encoder(inputs, training=True, output_positions=OUTPUT_POSITIONS)
-                        ).get_concrete_function(inputs).graph
-    rows = sorted(op.outputs[0].shape[0] for op in graph.get_operations()
-                  if op.type == "MatMul" and op.outputs[0].shape[-1] in (16, 32) and op.outputs[0].shape[0] > 2)
-    assert rows == [10] * 4 + [14] * (6 * len(encoder.sharing_plan.blocks) - 4 + 1)
+    _, rows = _projection_rows(encoder, random_inputs(with_predictions=False), lambda inputs: OUTPUT_POSITIONS,
+                               training=True)
+    # The pooler on 2 rows, then the products above.
+    assert rows == [2] + [10] * 4 + [14] * (6 * len(encoder.sharing_plan.blocks) - 4 + 1)
 
 
 def test_no_output_positions_leave_the_pooled_output_and_run_the_last_block_on_position_0():
@@ -297,12 +305,9 @@ def test_no_output_positions_leave_the_pooled_output_and_run_the_last_block_on_p
     outputs = encoder(inputs, output_positions=no_output_positions(inputs["input_word_ids"]))
     np.testing.assert_allclose(outputs["pooled_output"], encoder(inputs)["pooled_output"], atol=2e-5)
     assert outputs["sequence_output"].shape == (2, 0, 16)
-    graph = tf.function(lambda inputs: encoder(inputs, output_positions=no_output_positions(inputs["input_word_ids"]))
-                        ).get_concrete_function(inputs).graph
+    graph, rows = _projection_rows(encoder, inputs, lambda inputs: no_output_positions(inputs["input_word_ids"]))
     assert not [op for op in graph.get_operations() if op.type in ("GatherV2", "ResourceGather")
                 and "embeddings" not in op.name]
-    rows = sorted(op.outputs[0].shape[0] for op in graph.get_operations()
-                  if op.type == "MatMul" and op.outputs[0].shape[-1] in (16, 32) and op.outputs[0].shape[0] > 1)
     # The last block's query, output and feed-forward products and the pooler on 2 rows; the rest as before.
     assert rows == [2] * 5 + [14] * (6 * len(encoder.sharing_plan.blocks) - 4 + 1)
 
