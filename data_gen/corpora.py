@@ -37,7 +37,7 @@ import re
 import sysconfig
 import time
 import warnings
-from typing import Dict, Iterator, List, Optional, Sequence
+from typing import Dict, Iterator, List, Optional, Sequence, Tuple
 
 from albert_tf.tokenization import is_url
 from data_gen import _file_io
@@ -180,10 +180,31 @@ def _split_sentences(text: str) -> List[str]:
     return [sentence for sentence in sentences if sentence]
 
 
+def package_of(path: str, root: str) -> str:
+    """The top-level package (or module) a file under `root` belongs to: the import name a user would type.
+
+    Example:
+    >>> package_of("/lib/python3.11/email/mime/text.py", "/lib/python3.11"), package_of("/lib/argparse.py", "/lib")
+    ('email', 'argparse')
+    """
+    return os.path.splitext(os.path.relpath(path, root).split(os.sep)[0])[0]
+
+
 def iter_docstring_documents(include_site_packages: bool = False, min_words_per_sentence: int = 3,
                              min_sentences_per_document: int = 2,
                              stats: Optional[Dict[str, int]] = None) -> Iterator[List[str]]:
-    """Yields each distinct docstring of the installed modules as a document: a list of sentences.
+    """Yields each distinct docstring of the installed modules as a document: a list of sentences
+    (iter_sourced_documents without the packages)."""
+    for _, sentences in iter_sourced_documents(include_site_packages, min_words_per_sentence,
+                                               min_sentences_per_document, stats):
+        yield sentences
+
+
+def iter_sourced_documents(include_site_packages: bool = False, min_words_per_sentence: int = 3,
+                           min_sentences_per_document: int = 2,
+                           stats: Optional[Dict[str, int]] = None) -> Iterator[Tuple[str, List[str]]]:
+    """Yields each distinct docstring of the installed modules as (its top-level package, package_of; a list of
+    sentences). A docstring found in several packages is kept once, with the first package in traversal order.
 
     Args:
         include_site_packages: also read the site-packages directories (much larger, slower, and it
@@ -195,9 +216,9 @@ def iter_docstring_documents(include_site_packages: bool = False, min_words_per_
             dropped as short or duplicate, documents/sentences/words kept).
 
     Example:
-    >>> first = next(iter_docstring_documents())
-    >>> len(first) >= 2
-    True
+    >>> package, first = next(iter_sourced_documents())
+    >>> len(first) >= 2, package.isidentifier()
+    (True, True)
     """
     counts = stats if stats is not None else {}
     for key in ("files", "unparsable_files", "docstrings", "short_documents", "duplicate_documents",
@@ -233,7 +254,7 @@ def iter_docstring_documents(include_site_packages: bool = False, min_words_per_
             counts["documents"] += 1
             counts["sentences"] += len(sentences)
             counts["words"] += sum(len(sentence.split()) for sentence in sentences)
-            yield sentences
+            yield package_of(path, root), sentences
     if counts["unparsable_files"]:
         logging.warning("Skipped %d of %d files that are not parsable Python 3 source.",
                         counts["unparsable_files"], counts["files"])
@@ -264,10 +285,12 @@ def is_holdout_document(sentences: Sequence[str], holdout_fraction: float, seed:
 
 def write_corpus(path: str, include_site_packages: bool = False, holdout_fraction: float = 0.0,
                  holdout_path: Optional[str] = None, seed: int = 0, min_words_per_sentence: int = 3,
-                 min_sentences_per_document: int = 2) -> Dict[str, int]:
+                 min_sentences_per_document: int = 2, holdout_packages_path: Optional[str] = None) -> Dict[str, int]:
     """Writes the docstring corpus to `path` (and a held-out part to `holdout_path`) and returns counts.
 
-    Either path may be local or a URL (gs://, s3://, hdfs://, ram://), written through tf.io.gfile.
+    `holdout_packages_path`, given, gets a line per held-out document, in holdout_path's order: the package it
+    comes from (package_of). Any path may be local or a URL (gs://, s3://, hdfs://, ram://), written through
+    tf.io.gfile.
 
     Each file is written to a temporary name and renamed when complete, so a reader never sees half a
     corpus. The returned dict has the counts of `iter_docstring_documents` plus `train_documents`,
@@ -288,16 +311,22 @@ def write_corpus(path: str, include_site_packages: bool = False, holdout_fractio
         raise ValueError(f"holdout_path {holdout_path!r} is the same file as the training output {path!r}.")
     stats: Dict[str, int] = {}
     split_counts = {"train_documents": 0, "train_sentences": 0, "holdout_documents": 0, "holdout_sentences": 0}
+    if holdout_packages_path and not holdout_path:
+        raise ValueError(f"holdout_packages_path={holdout_packages_path!r} needs a holdout_path.")
     outputs = {"train": path}
     if holdout_path:
         outputs["holdout"] = holdout_path
+    if holdout_packages_path:
+        outputs["holdout_packages"] = holdout_packages_path
     handles = {split: _open_for_atomic_write(output) for split, output in outputs.items()}
     try:
-        documents = iter_docstring_documents(include_site_packages, min_words_per_sentence,
-                                             min_sentences_per_document, stats)
-        for sentences in documents:
+        documents = iter_sourced_documents(include_site_packages, min_words_per_sentence,
+                                           min_sentences_per_document, stats)
+        for package, sentences in documents:
             split = "holdout" if is_holdout_document(sentences, holdout_fraction, seed) else "train"
             handles[split].write("\n".join(sentences) + "\n\n")
+            if split == "holdout" and holdout_packages_path:
+                handles["holdout_packages"].write(package + "\n")
             split_counts[f"{split}_documents"] += 1
             split_counts[f"{split}_sentences"] += len(sentences)
     except BaseException:

@@ -52,7 +52,8 @@ def read_text_documents(path: str) -> List[List[str]]:
     return documents
 
 
-def _write_rows(path: str, rows: Sequence[Sequence[str]]) -> None:
+def write_rows(path: str, rows: Sequence[Sequence[str]]) -> None:
+    """Writes HEADER and `rows` as TSV to `path`, whole or not at all (a temporary name, then a rename)."""
     temporary = path + ".incomplete"
     with _file_io.open_text_for_writing(temporary) as handle:
         handle.write("".join("\t".join(row) + "\n" for row in [HEADER, *rows]))
@@ -77,6 +78,6 @@ def write_document_classification_set(input_file: str, output_dir: str, num_docu
             rows[split].append((sentence.replace("\t", " "), str(label)))
     _file_io.makedirs(output_dir)
     for split, split_rows in rows.items():
-        _write_rows(os.path.join(output_dir, SPLIT_FILES[split]), split_rows)
+        write_rows(os.path.join(output_dir, SPLIT_FILES[split]), split_rows)
     return {"documents": num_documents, "sentences_per_document": length, "train": len(rows["train"]),
             "dev": len(rows["dev"])}

@@ -15,6 +15,7 @@ import sys
 
 from absl import flags, logging
 
+from albert_tf.experiments.budgets import BUDGETS
 from albert_tf.experiments.reproduce import EXPERIMENT_NAMES, ReproduceOptions, run_reproduction
 from albert_tf.experiments.stopping import ReproductionStopped
 from albert_tf.training import host_allocator
@@ -23,7 +24,7 @@ from run_scripts.training_flags import define_jit_compile_flag
 
 FLAGS = flags.FLAGS
 flags.DEFINE_list("experiment", ["all"], f"Experiments to run, from {', '.join(EXPERIMENT_NAMES)}, or all.")
-flags.DEFINE_enum("budget", "smoke", ["smoke", "small", "full"], "How large the models and runs are.")
+flags.DEFINE_enum("budget", "smoke", list(BUDGETS), "How large the models and runs are.")
 flags.DEFINE_list("corpus", None, "Text files in the original format (one sentence per line, a blank line between "
                   "documents); by default the built-in docstring corpus.")
 flags.DEFINE_bool("include_site_packages", False, "Build the built-in corpus from site-packages too (larger).")
@@ -31,6 +32,8 @@ flags.DEFINE_list("seeds", ["0"], "Seeds of the models' initialization; every ar
 flags.DEFINE_string("output_dir", "paper_reproduction", "Where the data, the arms and the report go.")
 flags.DEFINE_string("glue_data_dir", None, "A local GLUE copy in the original layout (SST-2/, MNLI/): the sharing "
                     "arms are also fine-tuned on SST-2 and MNLI and scored on their dev sets.")
+flags.DEFINE_list("arms", None, "Train and report only the arms of these names (e.g. none,all for a gate before "
+                  "the other arms); by default every arm of the experiments.")
 define_jit_compile_flag()
 # Not 0, as run_pretraining's is: a loop over `reproduce_paper` must not take a stopped run for a finished report.
 STOPPED_STATUS = 128 + signal.SIGTERM
@@ -49,7 +52,7 @@ def main(argv):
     options = ReproduceOptions(
         output_dir=FLAGS.output_dir, experiments=FLAGS.experiment, budget=FLAGS.budget, corpus=FLAGS.corpus,
         include_site_packages=FLAGS.include_site_packages, seeds=_seeds(FLAGS.seeds), jit_compile=FLAGS.jit_compile,
-        glue_data_dir=FLAGS.glue_data_dir)
+        glue_data_dir=FLAGS.glue_data_dir, arms=FLAGS.arms)
     try:
         paths = run_reproduction(options)
     except ReproductionStopped as stopped:

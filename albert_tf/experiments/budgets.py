@@ -64,11 +64,30 @@ class Budget:
     learning_rate_candidates: Tuple[float, ...] = ()
     learning_rate_steps: int = 0
     speed: SpeedBudget = SpeedBudget()
-    # The downstream score: fine-tuning on the held-out document classification (and GLUE's, when given).
+    # The downstream score (albert_tf.experiments.downstream): fine-tuning on a held-out classification, "documents"
+    # (which of `downstream_documents` documents a sentence comes from) or "packages" (which of
+    # `downstream_packages` packages, each cut to `downstream_sentences_per_package` sentences), for
+    # `finetune_steps`, or `finetune_epochs` when given; with `linear_probe`, a probe on frozen features too; and
+    # GLUE's tasks when given.
+    downstream_task: str = "documents"
     downstream_documents: int = 8
+    downstream_packages: int = 20
+    downstream_sentences_per_package: int = 600
     finetune_steps: int = 10
+    finetune_epochs: Optional[float] = None
     finetune_batch_size: int = 16
     finetune_learning_rate: float = 1e-3
+    linear_probe: bool = False
+    # The sharing experiment's grouped arms (M layers per group, M in 2 and L/2) besides the share types.
+    grouped_sharing: bool = True
+    # The margins of the "costs nothing" claims (non-inferiority: the arm is at most this much worse), by the
+    # metric they are judged on ("masked_lm_accuracy", "downstream"), in accuracy (fraction) units. Named before
+    # the arms they judge train; a budget without one for a metric does not judge such a claim on it.
+    non_inferiority_margins: Tuple[Tuple[str, float], ...] = ()
+
+    def non_inferiority_margin(self, metric: str) -> Optional[float]:
+        """The margin of a "costs nothing" claim judged on `metric`, or None."""
+        return dict(self.non_inferiority_margins).get(metric)
 
     @property
     def num_warmup_steps(self) -> int:
@@ -102,6 +121,23 @@ SMALL = Budget(
     learning_rate_candidates=(0.0025, 0.005, 0.01, 0.02), learning_rate_steps=500,
     downstream_documents=16, finetune_steps=100, finetune_batch_size=32, finetune_learning_rate=1e-4)
 
+# The paper's depth at a width 2 CPU cores can train on many tokens per parameter, to decide which half of a
+# block can be shared (paper Table 4; BUILD_NOTES, "The medium budget"): 12 layers, H=128, I=512, E=64, 2 heads,
+# sequence 128, an 8,000-piece vocabulary, 12,000 LAMB steps of 32 in mixed_bfloat16 (about 49M tokens, about 20
+# per encoder parameter of the not-shared model; attention, FFN and all sharing remove 25/49/74% of its parameters,
+# the paper's 28/57/87%). Every training fits about 2 hours of a 2-core Zen 4 (4.8 steps/s on a Zen 5 with
+# bfloat16 units). The downstream score is the package classification (3,492 dev sentences) with a linear probe
+# beside it; only the four share types train (no grouped arms). Held-out MLM is evaluated on every held-out record.
+MEDIUM = Budget(
+    name="medium",
+    model=dict(embedding_size=64, hidden_size=128, num_hidden_layers=12, num_attention_heads=2, intermediate_size=512,
+               max_position_embeddings=512, hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0),
+    vocab_size=8000, max_seq_length=128, max_predictions_per_seq=20, dupe_factor=10, train_batch_size=32,
+    num_train_steps=12000, learning_rate=0.0025, max_eval_steps=1000, mixed_precision="mixed_bfloat16",
+    learning_rate_candidates=(0.000625, 0.00125, 0.0025, 0.005), learning_rate_steps=1500,
+    downstream_task="packages", downstream_packages=20, downstream_sentences_per_package=600, finetune_epochs=5.0,
+    finetune_batch_size=32, finetune_learning_rate=2e-4, linear_probe=True, grouped_sharing=False)
+
 # The paper's settings (section 4.1): ALBERT-base (v2: no dropout), a 30,000-piece vocabulary, 125k LAMB steps of
 # 4096 x 512 at 0.00176 with 3,125 warm-up steps, up to 20 masked positions. For accelerators: nothing here runs it.
 # The original generator's dupe_factor is 40 (create_pretraining_data.py's default).
@@ -112,7 +148,7 @@ FULL = Budget(
     num_train_steps=125000, learning_rate=0.00176, warmup_steps=3125, max_eval_steps=100,
     speed=SpeedBudget(batch_size=32, seq_length=512, steps=10, warmup_steps=2, repeats=3))
 
-BUDGETS = {"smoke": SMOKE, "small": SMALL, "full": FULL}
+BUDGETS = {"smoke": SMOKE, "small": SMALL, "medium": MEDIUM, "full": FULL}
 
 
 def budget_for(name: str) -> Budget:

@@ -38,7 +38,8 @@ class PretrainingData:
     """Paths of the prepared data: the vocabulary model, the training records by objective ("sop", "nsp"), the
     original generator's held-out SOP records, the pure, balanced held-out sets by task ("sop", "nsp"), the
     held-out text, and where the downstream score's held-out document classification set goes (written by
-    albert_tf.experiments.downstream when an experiment fine-tunes its arms)."""
+    albert_tf.experiments.downstream when an experiment fine-tunes its arms); with the built-in corpus, the
+    package of each held-out document (a line each, data_gen.corpora.write_corpus's holdout_packages_path)."""
 
     spm_model_file: str
     train_patterns: Dict[str, str]
@@ -46,6 +47,7 @@ class PretrainingData:
     pure_eval_patterns: Dict[str, str]
     holdout_text: str
     document_classification_dir: str
+    holdout_packages: Optional[str] = None
 
 
 def _write_documents(path: str, documents: Sequence[List[str]]) -> None:
@@ -143,12 +145,14 @@ def prepare_pretraining_data(data_dir: str, budget: Budget, corpus_files: Option
     text_dir = os.path.join(data_dir, "text")
     os.makedirs(text_dir, exist_ok=True)
     train_text, holdout_text = os.path.join(text_dir, "train.txt"), os.path.join(text_dir, "holdout.txt")
-    if not (os.path.exists(train_text) and os.path.exists(holdout_text)):
+    holdout_packages = None if corpus_files else os.path.join(text_dir, "holdout_packages.txt")
+    if not all(os.path.exists(path) for path in (train_text, holdout_text, holdout_packages) if path):
         if corpus_files:
             split_corpus(corpus_files, train_text, holdout_text, budget.holdout_fraction)
         else:
             corpora.write_corpus(train_text, include_site_packages=include_site_packages,
-                                 holdout_fraction=budget.holdout_fraction, holdout_path=holdout_text)
+                                 holdout_fraction=budget.holdout_fraction, holdout_path=holdout_text,
+                                 holdout_packages_path=holdout_packages)
     spm_prefix = os.path.join(data_dir, "vocab", "spm")
     spm_model_file = spm_prefix + ".model"
     if not os.path.exists(spm_model_file):
@@ -172,9 +176,12 @@ def prepare_pretraining_data(data_dir: str, budget: Budget, corpus_files: Option
                                                   random_seed=EVAL_RANDOM_SEED, **shapes)
             logging.info("Pure %s set: %s", task, counts)
         pure_eval_patterns[task] = path
+    # The packages file is recorded only where the downstream score reads it, so that the records of runs that do
+    # not read it stay as they were written.
+    recorded_packages = [holdout_packages] if holdout_packages and budget.downstream_task == "packages" else []
     check_data_record(data_dir, data_record(
-        data_dir, [train_text, holdout_text, spm_model_file, *(shard for pattern in train_patterns.values()
-                                                              for shard in pattern.split(",")),
+        data_dir, [train_text, holdout_text, *recorded_packages, spm_model_file,
+                   *(shard for pattern in train_patterns.values() for shard in pattern.split(",")),
                    *eval_shards, *pure_eval_patterns.values()], include_site_packages and not corpus_files))
     return PretrainingData(spm_model_file, train_patterns, ",".join(eval_shards), pure_eval_patterns, holdout_text,
-                           os.path.join(data_dir, "downstream", "documents"))
+                           os.path.join(data_dir, "downstream", "documents"), holdout_packages)

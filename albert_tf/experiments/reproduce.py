@@ -56,6 +56,8 @@ class ReproduceOptions:
     jit_compile: object = "auto"
     # A local GLUE copy (the original layout): the downstream score adds SST-2 and MNLI dev.
     glue_data_dir: Optional[str] = None
+    # Only the arms of these names (e.g. a gate's "none" and "all"), every experiment's; none: every arm.
+    arms: Optional[Sequence[str]] = None
 
 
 RUN_IDENTITY_NAME = "run.json"
@@ -102,20 +104,37 @@ def experiment_names(requested: Sequence[str]) -> List[str]:
     return [name for name in EXPERIMENT_NAMES if "all" in requested or name in requested]
 
 
+def _experiment_arms(name: str, budget: Budget, seeds: Sequence[int]) -> List[Arm]:
+    """The arms of experiment `name` at `budget`: the sharing experiment's grouped arms only where the budget
+    asks for them."""
+    if name == sharing.NAME:
+        return sharing.sharing_arms(budget.model, budget.vocab_size, seeds, grouped=budget.grouped_sharing)
+    return EXPERIMENTS[name][0](budget.model, budget.vocab_size, seeds)
+
+
 def _scale_text(budget, seeds: Sequence[int], corpus: str) -> str:
     model = budget.model
     tokens = budget.num_train_steps * budget.train_batch_size * budget.max_seq_length
+    finetuning = (f"{budget.finetune_epochs:g} fine-tuning epochs" if budget.finetune_epochs
+                  else f"{budget.finetune_steps} fine-tuning steps")
+    if budget.downstream_task == "packages":
+        task = (f"the held-out package classification: which of {budget.downstream_packages} Python packages (those "
+                "with the most held-out text, each cut to "
+                f"{budget.downstream_sentences_per_package} sentences) a sentence of a docstring comes from, whole "
+                "docstrings split between dev and train; no arm pretrained on them, and neither the masked LM nor "
+                "SOP ever names a package" + ("; beside it, a linear probe on the frozen encoder's mean token "
+                                              "features for the same task" if budget.linear_probe else ""))
+    else:
+        task = (f"the held-out document classification: which of {budget.downstream_documents} held-out documents "
+                "(the largest, cut to equal length) a sentence comes from, every third sentence of each held out for "
+                "dev; no arm pretrained on those documents, and neither the masked LM nor SOP ever names a document")
     return (f"budget `{budget.name}`: {model['num_hidden_layers']} layers, H={model['hidden_size']}, "
             f"E={model['embedding_size']}, vocabulary {budget.vocab_size}; {budget.num_train_steps} LAMB steps of "
             f"{budget.train_batch_size} x {budget.max_seq_length} tokens at {budget.learning_rate:g}, "
             f"{budget.mixed_precision} (about {tokens:,} tokens seen, the paper's "
             f"ALBERT-base saw 125k x 4096 x 512); {len(seeds)} seed(s); corpus: {corpus}. The paper's figures are "
             "downstream scores of ALBERT-base; ours are held-out pretraining accuracies and, where an experiment "
-            f"fine-tunes its arms, the dev accuracy after {budget.finetune_steps} fine-tuning steps of "
-            f"{budget.finetune_batch_size} on the held-out document classification: which of "
-            f"{budget.downstream_documents} held-out documents (the largest, cut to equal length) a sentence comes "
-            "from, every third sentence of each held out for dev; no arm pretrained on those documents, and "
-            "neither the masked LM nor SOP ever names a document.")
+            f"fine-tunes its arms, the dev accuracy after {finetuning} of {budget.finetune_batch_size} on {task}.")
 
 
 def _limits_text(budget: Budget) -> str:
@@ -178,8 +197,11 @@ def _run_reproduction(options: ReproduceOptions) -> Dict[str, str]:
     check_glue_data_dir(options.glue_data_dir)
     output_dir = os.path.abspath(options.output_dir)
     check_run_identity(output_dir, options)
-    arms = [arm for name in names if name in EXPERIMENTS
-            for arm in EXPERIMENTS[name][0](budget.model, budget.vocab_size, options.seeds)]
+    arms = [arm for name in names if name in EXPERIMENTS for arm in _experiment_arms(name, budget, options.seeds)
+            if not options.arms or arm.name in options.arms]
+    if options.arms and not arms:
+        raise ValueError(f"--arms={','.join(options.arms)} names no arm of --experiment="
+                         f"{','.join(options.experiments)}.")
     results, baselines, learning_rate_choice = {}, {}, {}
     # Only the experiments that train need the data; speed alone needs no corpus.
     if arms:
@@ -205,7 +227,7 @@ def _run_reproduction(options: ReproduceOptions) -> Dict[str, str]:
             for key, scores in run_downstream(downstream_arms, directories, budget, data, options.glue_data_dir,
                                               options.jit_compile).items():
                 results[key]["downstream"] = scores
-            baselines.update(downstream_baselines(data, options.glue_data_dir))
+            baselines.update(downstream_baselines(data, budget, options.glue_data_dir))
     sections = [learning_rate_section(learning_rate_choice)] if learning_rate_choice else []
     for name in names:
         if name in EXPERIMENTS:

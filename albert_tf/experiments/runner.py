@@ -11,10 +11,11 @@ A training is finished when its directory holds `arm_result.json`, written after
 `finish_training` (the downstream fine-tuning), so that the result holds everything the report needs and a rerun
 needs none of the training's checkpoints: arm_result.json files alone, on another machine, keep their trainings.
 A rerun keeps a finished training (adding only an evaluation a newly requested arm needs). A training without it
-is run by run_pretraining, which resumes from the directory's last checkpoint, then evaluated. Every result
-records the code that trained it (`trained_by`); a run refuses to train beside results of other step code, so that
-every arm of an output directory is trained by one code. Progress logs the trainings done and remaining, with an
-ETA from the steps trained in this run.
+is trained as run_pretraining trains, resuming from the directory's last checkpoint, then evaluated. Every result
+records the code that trained it (`trained_by`) and what each sitting of its training cost (`record`: wall time,
+steps/s, CPU, compile path, what else ran; albert_tf.experiments.sittings); a run refuses to train beside results
+of other step code, so that every arm of an output directory is trained by one code. Progress logs the trainings
+done and remaining, with an ETA from the steps trained in this run.
 
 Example (it trains, so it is not run here):
 >>> arm = Arm(experiment="sharing", name="share_all", seed=0, config=AlbertConfig(vocab_size=1000))  # doctest: +SKIP
@@ -24,6 +25,7 @@ Example (it trains, so it is not run here):
 """
 
 import dataclasses
+import hashlib
 import json
 import os
 import subprocess
@@ -38,10 +40,11 @@ from albert_tf.experiments.budgets import Budget
 from albert_tf.experiments.json_files import read_json, write_json
 from albert_tf.experiments.learning_curves import training_curve
 from albert_tf.experiments.pretraining_data import PretrainingData
+from albert_tf.experiments.sittings import read_sittings, sitting, training_record
 from albert_tf.experiments.stopping import stopped_during
 from albert_tf.experiments.transitions import block_transitions, deeper_shared_encoder
 from albert_tf.models.param_count import encoder_parameters
-from albert_tf.tasks.pretraining import Pretraining, PretrainingOptions, run_pretraining
+from albert_tf.tasks.pretraining import Pretraining, PretrainingOptions
 from albert_tf.training.compile_choice import cpu_model_name, step_code_fingerprint
 from albert_tf.training.summaries import read_scalars
 from data_gen.pretraining_input import pretraining_dataset_fn
@@ -165,7 +168,9 @@ def _add_evaluations(arm: Arm, options: PretrainingOptions, result: Dict[str, ob
                 result["transitions_twice_as_deep"] = block_transitions(deeper, batches)
     if missing or not os.path.exists(os.path.join(options.output_dir, ARM_RESULT_NAME)):
         if finish is not None:
+            finish_started = time.time()
             finish()
+            result.setdefault("record", {})["finish_seconds"] = round(time.time() - finish_started, 1)
         write_json(os.path.join(options.output_dir, ARM_RESULT_NAME), result)
     return result
 
@@ -206,10 +211,19 @@ def run_arm(arm: Arm, output_dir: str, budget: Budget, data: PretrainingData, ji
     checkpoint is saved (or, under stopping.stop_on_sigterm, once it has finished, when the signal came during its
     last loop or its evaluation)."""
     options = _pretraining_options(output_dir, arm, budget, data, jit_compile)
+    lengths = dict(max_seq_length=budget.max_seq_length, max_predictions_per_seq=budget.max_predictions_per_seq)
     with stopped_during(f"training {arm.key}"):
-        results = run_pretraining(arm.config, options)
+        run = Pretraining(arm.config, options)
+        with sitting(output_dir, lambda: _trained_steps(output_dir), lambda: run.trainer.jit_compile_choice):
+            train = run.train(pretraining_dataset_fn(options.input_file, is_training=True, seed=options.seed,
+                                                     **lengths), source=options.input_file)
+        evaluation_started = time.time()
+        evaluation = run.evaluate_checkpoints(pretraining_dataset_fn(options.eval_input_file, is_training=False,
+                                                                     **lengths))
+    record = {**training_record(read_sittings(output_dir)),
+              "evaluation_seconds": round(time.time() - evaluation_started, 1)}
     result = {"arm": arm.name, "seed": arm.seed, "parameters": encoder_parameters(arm.config),
-              "eval": results["eval"], "train": results["train"], "trained_by": trained_by(),
+              "eval": evaluation, "train": train, "trained_by": trained_by(), "record": record,
               "training_curve": training_curve(output_dir)}
     # What run_pretraining's evaluation of every kept checkpoint wrote for TensorBoard (a rerun's last value), at
     # the scheduled steps only: a checkpoint that a SIGTERM saved in between is evaluated too, and left out here,
@@ -264,6 +278,21 @@ def training_arm(group: Sequence[Arm], arms_dir: str) -> Arm:
                                measure_transitions=any(arm.measure_transitions for arm in group))
 
 
+def training_order(arm: Arm):
+    """Where `arm`'s training comes in a run: seed by seed (a block of every arm with one seed), and inside a block
+    in an order shuffled by the seed, so that a change of machine or of load during a run that spans sittings
+    falls on different arms in different seeds rather than always on the same arm.
+
+    Example:
+    >>> config = AlbertConfig(vocab_size=100, hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
+    ...                       intermediate_size=64)
+    >>> arms = [Arm("sharing", name, seed, config) for seed in (1, 0) for name in ("none", "attention", "all")]
+    >>> [arm.name + str(arm.seed) for arm in sorted(arms, key=training_order)]
+    ['all0', 'none0', 'attention0', 'all1', 'none1', 'attention1']
+    """
+    return arm.seed, hashlib.sha256(f"{arm.seed}/{arm.experiment}/{arm.name}".encode("utf-8")).hexdigest()
+
+
 def _finisher(finish_training: Optional[Callable[[Sequence[Arm], str], None]], group: Sequence[Arm],
               directory: str) -> Optional[Callable[[], None]]:
     return None if finish_training is None else lambda: finish_training(group, directory)
@@ -303,6 +332,7 @@ def run_arms(arms: Sequence[Arm], arms_dir: str, budget: Budget, data: Pretraini
             pending.append((group, owner))
     if pending:
         check_step_code(results, arms_dir)
+    pending.sort(key=lambda item: training_order(item[1]))
     logging.info("Arms: %d, in %d trainings (%d arms reuse another arm's training); trainings: %d finished and "
                  "kept, %d to run", len(arms), len(groups), len(arms) - len(groups), len(groups) - len(pending),
                  len(pending))

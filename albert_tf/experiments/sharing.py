@@ -57,12 +57,13 @@ def grouped_arm_name(group_size: int, num_hidden_layers: int) -> str:
     return f"group{group_size}"
 
 
-def sharing_arms(model: Mapping[str, object], vocab_size: int, seeds: Sequence[int]) -> List[Arm]:
-    """One arm per share type and seed, then one per group size that no share type already is; all from the same
-    model, all fine-tuned for the downstream score."""
+def sharing_arms(model: Mapping[str, object], vocab_size: int, seeds: Sequence[int],
+                 grouped: bool = True) -> List[Arm]:
+    """One arm per share type and seed, then (with `grouped`) one per group size that no share type already is;
+    all from the same model, all fine-tuned for the downstream score."""
     layers = int(model["num_hidden_layers"])
     configs = {share_type: {**model, "share_type": share_type} for share_type in SHARE_TYPES}
-    for size in group_sizes(layers):
+    for size in group_sizes(layers) if grouped else ():
         configs.setdefault(grouped_arm_name(size, layers),
                            {**model, "share_type": "all", "num_hidden_groups": layers // size, "inner_group_num": 1})
     return [Arm(NAME, name, seed, AlbertConfig(vocab_size=vocab_size, **config), downstream=True)

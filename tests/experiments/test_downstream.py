@@ -60,7 +60,7 @@ def test_an_arm_is_fine_tuned_on_every_task_once_and_a_rerun_keeps_the_runs(tmp_
     assert set(scores["mnli"]) >= {"accuracy", "accuracy_mismatched"}
     run_dir = os.path.join(arms_dir, "sharing", "group2", "seed0", "downstream")
     assert sorted(os.listdir(run_dir)) == ["documents", "mnli", "sst-2"]
-    assert downstream_baselines(data, glue_dir) == {"downstream/documents": pytest.approx(1 / 3),
+    assert downstream_baselines(data, BUDGET, glue_dir) == {"downstream/documents": pytest.approx(1 / 3),
                                                     "downstream/sst-2": pytest.approx(0.5),
                                                     "downstream/mnli": pytest.approx(0.5)}
 
