@@ -190,16 +190,6 @@ def package_of(path: str, root: str) -> str:
     return os.path.splitext(os.path.relpath(path, root).split(os.sep)[0])[0]
 
 
-def iter_docstring_documents(include_site_packages: bool = False, min_words_per_sentence: int = 3,
-                             min_sentences_per_document: int = 2,
-                             stats: Optional[Dict[str, int]] = None) -> Iterator[List[str]]:
-    """Yields each distinct docstring of the installed modules as a document: a list of sentences
-    (iter_sourced_documents without the packages)."""
-    for _, sentences in iter_sourced_documents(include_site_packages, min_words_per_sentence,
-                                               min_sentences_per_document, stats):
-        yield sentences
-
-
 def iter_sourced_documents(include_site_packages: bool = False, min_words_per_sentence: int = 3,
                            min_sentences_per_document: int = 2,
                            stats: Optional[Dict[str, int]] = None) -> Iterator[Tuple[str, List[str]]]:
@@ -293,7 +283,7 @@ def write_corpus(path: str, include_site_packages: bool = False, holdout_fractio
     tf.io.gfile.
 
     Each file is written to a temporary name and renamed when complete, so a reader never sees half a
-    corpus. The returned dict has the counts of `iter_docstring_documents` plus `train_documents`,
+    corpus. The returned dict has the counts of `iter_sourced_documents` plus `train_documents`,
     `holdout_documents` and their sentence counts.
 
     Example:

@@ -20,13 +20,15 @@ def _read_documents(path):
 
 @pytest.fixture(scope="module")
 def stdlib_corpus(tmp_path_factory):
-    """The standard-library corpus written once through the library, with a held-out part."""
+    """The standard-library corpus written once through the library, with a held-out part and its packages."""
     directory = tmp_path_factory.mktemp("corpus")
     train, holdout = str(directory / "train.txt"), str(directory / "holdout.txt")
+    packages = str(directory / "holdout_packages.txt")
     modules_before = set(sys.modules)
-    stats = corpora.write_corpus(train, holdout_fraction=HOLDOUT_FRACTION, holdout_path=holdout, seed=0)
+    stats = corpora.write_corpus(train, holdout_fraction=HOLDOUT_FRACTION, holdout_path=holdout, seed=0,
+                                 holdout_packages_path=packages)
     new_modules = set(sys.modules) - modules_before
-    return {"train": train, "holdout": holdout, "stats": stats, "new_modules": new_modules,
+    return {"train": train, "holdout": holdout, "packages": packages, "stats": stats, "new_modules": new_modules,
             "directory": directory}
 
 
@@ -63,6 +65,17 @@ def test_documents_are_unique_and_the_holdout_split_is_disjoint_and_hash_chosen(
     assert reseeded and reseeded != set(holdout)
 
 
+def test_each_held_out_document_names_the_standard_library_module_it_comes_from(stdlib_corpus):
+    with open(stdlib_corpus["packages"], encoding="utf-8") as handle:
+        packages = handle.read().splitlines()
+    assert len(packages) == len(_read_documents(stdlib_corpus["holdout"]))
+    root = corpora.source_roots()[0]
+    assert all(os.path.isdir(os.path.join(root, name)) or os.path.isfile(os.path.join(root, name + ".py"))
+               for name in packages)
+    assert len(set(packages)) > 20
+    # The packages only label documents: the script's run without them writes the same text (the test below).
+
+
 def test_extraction_imports_none_of_the_modules_it_reads(stdlib_corpus):
     assert not {"antigravity", "this", "tkinter", "turtle", "idlelib"} & stdlib_corpus["new_modules"]
     assert not [name for name in os.listdir(stdlib_corpus["directory"]) if name.endswith(".incomplete")]
@@ -95,6 +108,8 @@ def test_bad_holdout_arguments_are_named(tmp_path):
         corpora.write_corpus(path, holdout_fraction=0.1)
     with pytest.raises(ValueError, match="same file"):
         corpora.write_corpus(path, holdout_fraction=0.1, holdout_path=path)
+    with pytest.raises(ValueError, match="holdout_packages_path='p.txt' needs a holdout_path"):
+        corpora.write_corpus(path, holdout_packages_path="p.txt")
 
 
 def test_sentences_keep_prose_and_drop_code_doctests_tables_and_fields():
@@ -215,10 +230,10 @@ def test_the_corpus_writes_to_a_ram_url_the_bytes_of_a_local_file(tmp_path, monk
 
 def test_a_failed_ram_write_leaves_no_file(tmp_path, monkeypatch, ram_root):
     def failing_documents(*args):
-        yield ["A first sentence here.", "A second sentence here."]
+        yield "a_package", ["A first sentence here.", "A second sentence here."]
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(corpora, "iter_docstring_documents", failing_documents)
+    monkeypatch.setattr(corpora, "iter_sourced_documents", failing_documents)
     with pytest.raises(KeyboardInterrupt):
         corpora.write_corpus(f"{ram_root}/corpus/train.txt")
     assert tf.io.gfile.listdir(f"{ram_root}/corpus") == []
