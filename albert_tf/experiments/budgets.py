@@ -123,11 +123,12 @@ SMALL = Budget(
 
 # The paper's depth at a width 2 CPU cores can train on many tokens per parameter, to decide which half of a
 # block can be shared (paper Table 4; BUILD_NOTES, "The medium budget"): 12 layers, H=128, I=512, E=64, 2 heads,
-# sequence 128, an 8,000-piece vocabulary, 12,000 LAMB steps of 32 in mixed_bfloat16 (about 49M tokens, about 20
-# per encoder parameter of the not-shared model; attention, FFN and all sharing remove 25/49/74% of its parameters,
-# the paper's 28/57/87%). Every training fits about 2 hours of a 2-core Zen 4 (4.8 steps/s on a Zen 5 with
-# bfloat16 units). The downstream score is the package classification (3,492 dev sentences) with a linear probe
-# beside it; only the four share types train (no grouped arms). Held-out MLM is evaluated on every held-out record.
+# sequence 128, an 8,000-piece vocabulary, 12,000 LAMB steps of 32 in mixed_bfloat16 (about 49M tokens: 17 per
+# parameter of the not-shared model, 20 per parameter outside its embeddings; attention, FFN and all sharing remove
+# 25/49/74% of its parameters, the paper's 28/57/87%). Every training fits about 2 hours of a 2-core Zen 4 (4.8
+# steps/s on a Zen 5 with bfloat16 units). The downstream score is the package classification (3,492 dev
+# sentences) with a linear probe beside it; only the four share types train (no grouped arms). Held-out MLM is
+# evaluated on every held-out record.
 MEDIUM = Budget(
     name="medium",
     model=dict(embedding_size=64, hidden_size=128, num_hidden_layers=12, num_attention_heads=2, intermediate_size=512,

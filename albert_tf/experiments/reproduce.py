@@ -196,12 +196,12 @@ def _run_reproduction(options: ReproduceOptions) -> Dict[str, str]:
         raise ValueError(f"--seeds={','.join(map(str, options.seeds))}: give one or more distinct seeds.")
     check_glue_data_dir(options.glue_data_dir)
     output_dir = os.path.abspath(options.output_dir)
-    check_run_identity(output_dir, options)
     arms = [arm for name in names if name in EXPERIMENTS for arm in _experiment_arms(name, budget, options.seeds)
             if not options.arms or arm.name in options.arms]
     if options.arms and not arms:
         raise ValueError(f"--arms={','.join(options.arms)} names no arm of --experiment="
-                         f"{','.join(options.experiments)}.")
+                         f"{','.join(options.experiments)} at --budget={options.budget}.")
+    check_run_identity(output_dir, options)
     results, baselines, learning_rate_choice = {}, {}, {}
     # Only the experiments that train need the data; speed alone needs no corpus.
     if arms:
