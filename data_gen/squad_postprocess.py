@@ -180,17 +180,28 @@ def _valid_pairs(alignment, feature, start_indexes, end_indexes, max_answer_leng
             if _is_valid(alignment, feature, int(start), int(end), max_answer_length)]
 
 
+def span_text(paragraph_text: str, alignment, feature: int, start: int, end: int) -> str:
+    """The answer text of document positions start..end of `feature`: the raw paragraph from the start piece's first
+    character to the end piece's last, stripped, as the original cuts it.
+
+    A word-start marker that covers no character has an empty range (end = start - 1), and a span of it alone an
+    empty text, as in the original; only at the paragraph's first character does the original's alignment give
+    such a marker that character (its _convert_index finds no character before it).
+    """
+    first_char = alignment.token_start_char[feature, start]
+    last_char = alignment.token_end_char[feature, end]
+    if first_char == 0 and last_char < 0:
+        last_char = 0
+    return paragraph_text[first_char:last_char + 1].strip()
+
+
 def _nbest(example, alignment, candidates, n_best_size, score_names):
     candidates = sorted(candidates, key=lambda candidate: candidate[0] + candidate[1], reverse=True)
     nbest, seen = [], set()
     for start_score, end_score, feature, start, end in candidates:
         if len(nbest) >= n_best_size:
             break
-        first_char = alignment.token_start_char[feature, start]
-        # A paragraph-initial word-start marker alone covers no character (end = start - 1); the original's
-        # alignment gives it the paragraph's first character, so a span of just that piece answers it.
-        last_char = max(alignment.token_end_char[feature, end], first_char)
-        text = example.paragraph_text[first_char:last_char + 1].strip()
+        text = span_text(example.paragraph_text, alignment, feature, start, end)
         if text in seen:
             continue
         seen.add(text)
