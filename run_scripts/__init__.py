@@ -1,5 +1,69 @@
-"""absl entry points, one per job: `python -m run_scripts.<name> --flags` from the repository root."""
-import os
+"""absl entry points, one per job: `python -m run_scripts.<name> --flags` from the repository root.
 
-# Entry points only: keep TensorFlow's C++ start-up chatter out of the user's terminal.
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+Entry points only: TensorFlow's C++ start-up chatter (oneDNN, the CUDA probe on a machine without a GPU, absl's
+"before InitializeLog" warning; six or seven lines) stays out of the user's terminal, so that the first line a user
+reads is the run's own, or its one-line error. TensorFlow's own level variable does not reach the lines its
+import prints, so while `tensorflow` is first imported its C++ side writes to /dev/null; afterwards
+TF_CPP_MIN_LOG_LEVEL=3 keeps the CUDA probe quiet. A user who sets TF_CPP_MIN_LOG_LEVEL, or asks for
+`--verbosity` (`-v`) on the command line, sees everything as before.
+"""
+import contextlib
+import importlib.abc
+import importlib.util
+import os
+import sys
+
+_VERBOSITY_FLAGS = ("--verbosity", "-v", "--v")
+
+
+def _asks_for_logs(argv) -> bool:
+    return "TF_CPP_MIN_LOG_LEVEL" in os.environ or any(
+        argument == flag or argument.startswith(flag + "=") for argument in argv for flag in _VERBOSITY_FLAGS)
+
+
+@contextlib.contextmanager
+def _stderr_to_devnull():
+    """File descriptor 2 (what C++ writes to) points at /dev/null inside; Python's own sys.stderr is flushed first
+    and sees the old descriptor again afterwards, so an import error's traceback still shows."""
+    sys.stderr.flush()
+    saved = os.dup(2)
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(devnull, 2)
+        yield
+    finally:
+        os.dup2(saved, 2)
+        os.close(saved)
+        os.close(devnull)
+
+
+class _QuietLoader(importlib.abc.Loader):
+    def __init__(self, loader):
+        self._loader = loader
+
+    def create_module(self, spec):
+        return self._loader.create_module(spec)
+
+    def exec_module(self, module):
+        with _stderr_to_devnull():
+            self._loader.exec_module(module)
+
+
+class _QuietTensorFlowImport(importlib.abc.MetaPathFinder):
+    """Finds `tensorflow` the usual way, once, and imports it with _stderr_to_devnull; scripts that never import
+    TensorFlow never pay for it."""
+
+    def find_spec(self, name, path, target=None):
+        if name != "tensorflow":
+            return None
+        sys.meta_path.remove(self)
+        spec = importlib.util.find_spec(name)
+        if spec is not None and spec.loader is not None:
+            spec.loader = _QuietLoader(spec.loader)
+        return spec
+
+
+if not _asks_for_logs(sys.argv[1:]):
+    os.environ["TF_CPP_MIN_LOG_LEVEL"] = "3"
+    if "tensorflow" not in sys.modules:
+        sys.meta_path.insert(0, _QuietTensorFlowImport())

@@ -1,6 +1,8 @@
 """run_scripts.entry: a user error ends a script with one `error:` line, any other error with its traceback."""
 import json
 import os
+import subprocess
+import sys
 
 import pytest
 from absl import app
@@ -74,6 +76,26 @@ def test_run_glue_with_an_unknown_task_prints_one_line_or_the_traceback_on_reque
     flags = ("--task_name=FOO", f"--output_dir={tmp_path}")
     _assert_one_error_line(run_script("run_glue", *flags), GLUE_TASK_ERROR, 1)
     _assert_traceback(run_script("run_glue", *flags, ALBERT_TF_TRACEBACK="1"), "ValueError" + GLUE_TASK_ERROR[5:], 1)
+
+
+def _run_without_log_settings(*arguments):
+    """`python -m run_scripts.run_classifier *arguments` with the environment a user has: no TF_CPP_MIN_LOG_LEVEL."""
+    environment = {name: value for name, value in os.environ.items() if name != "TF_CPP_MIN_LOG_LEVEL"}
+    return subprocess.run([sys.executable, "-m", "run_scripts.run_classifier", *arguments], cwd=REPO_ROOT,
+                          env=environment, capture_output=True, text=True, timeout=600)
+
+
+def test_a_bad_input_after_tensorflow_starts_is_the_only_line_on_stderr(tmp_path):
+    """TensorFlow's start-up lines (oneDNN, the CUDA probe, absl's InitializeLog warning) are not printed before a
+    user's error, unless the user asks for logs (--verbosity, or TF_CPP_MIN_LOG_LEVEL set)."""
+    flags = (f"--output_dir={tmp_path}", "--do_train", f"--train_file={tmp_path}/train.tsv", "--text_field=text",
+             "--label_field=label", f"--spm_model_file={tmp_path}/absent.model")
+    line = (f"error: Cannot read SentencePiece model '{tmp_path}/absent.model': [Errno 2] No such file or directory: "
+            f"'{tmp_path}/absent.model'.")
+    completed = _run_without_log_settings(*flags)
+    assert completed.returncode == 1 and completed.stderr.splitlines() == [line], completed.stderr[-3000:]
+    verbose = _run_without_log_settings(*flags, "--verbosity=0")
+    assert verbose.stderr.splitlines()[-1] == line and len(verbose.stderr.splitlines()) > 1
 
 
 @pytest.mark.slow
