@@ -188,16 +188,23 @@ def _column_indices(path, rows, fields: Dict[str, str], file_format: str):
 
 
 def _delimited_values(path: str, text: str, file_format: str, fields: Dict[str, str]) -> Iterator[tuple]:
-    rows = list(_delimited_records(path, text, file_format))
-    indices, rows = _column_indices(path, rows, fields, file_format)
+    records = list(_delimited_records(path, text, file_format))
+    indices, rows = _column_indices(path, records, fields, file_format)
+    # Every row has as many fields as the header names (the first row's, without one): a field that holds the
+    # delimiter (a tab inside a TSV text) would otherwise shift the columns silently.
+    width_line, width_row = records[0] if records else (0, [])
     for line, row in rows:
+        fields_held = f"{len(row)} {file_format.upper()} field{'' if len(row) == 1 else 's'}"
         values = {}
         for option, index in indices.items():
             if index >= len(row):
-                fields_held = f"{len(row)} {file_format.upper()} field{'' if len(row) == 1 else 's'}"
                 raise LabeledTextError(f"{path}:{line}: the row has {fields_held}, so it has no column "
                                        f"{fields[option]!r} ({_FIELD_FLAGS[option]}): {row!r}.")
             values[option] = row[index]
+        if len(row) != len(width_row):
+            source = "the header" if rows is not records else f"the first row (line {width_line})"
+            raise LabeledTextError(f"{path}:{line}: the row has {fields_held} where {source} has {len(width_row)}; "
+                                   f"a field that holds the delimiter must be quoted (CSV) or lose it (TSV): {row!r}.")
         yield line, values
 
 

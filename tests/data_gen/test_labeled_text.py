@@ -91,6 +91,13 @@ def test_every_bad_value_is_one_sentence_naming_file_line_and_value(tmp_path):
         "FILE:1: the header has no column 'topic' (--label_field); its columns are ['text', 'label'].")
     assert _error(tmp_path, "b.tsv", "Goal\tsport\nRain\n", LabeledTextSchema("0", "1")) == (
         "FILE:2: the row has 1 TSV field, so it has no column '1' (--label_field): ['Rain'].")
+    # A tab inside a TSV text makes a row one field wider than its header: an error, not a shifted column.
+    assert _error(tmp_path, "b2.tsv", "text\ttopic\nGoal\tsport\nRain\tfell\tweather\n") == (
+        "FILE:3: the row has 3 TSV fields where the header has 2; a field that holds the delimiter must be quoted "
+        "(CSV) or lose it (TSV): ['Rain', 'fell', 'weather'].")
+    assert _error(tmp_path, "b3.csv", "Goal,sport\nRain,weather,x\n", LabeledTextSchema("0", "1")) == (
+        "FILE:2: the row has 3 CSV fields where the first row (line 1) has 2; a field that holds the delimiter must "
+        "be quoted (CSV) or lose it (TSV): ['Rain', 'weather', 'x'].")
     assert _error(tmp_path, "c.csv", "text,topic\nGoal,sport\n ,sport\n") == (
         "FILE:3: the text field 'text' (--text_field) is empty.")
     assert _error(tmp_path, "d.csv", "text,topic\nGoal,\n") == (
