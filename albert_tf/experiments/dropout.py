@@ -19,11 +19,11 @@ from typing import Dict, List, Mapping, Sequence
 import numpy as np
 
 from albert_tf.config import AlbertConfig
-from albert_tf.experiments.runner import Arm, seed_results
-from albert_tf.experiments.verdicts import (DOWNSTREAM_SCORE, downstream_accuracies, downstream_baselines_text,
-                                            downstream_columns, downstream_summary, judge_unless_failed,
-                                            masked_lm_accuracies, pretraining_summary, run_status_text,
-                                            scored_downstream_tasks, summary_text)
+from albert_tf.experiments.arms import Arm, seed_results, seed_values
+from albert_tf.experiments.verdicts import (ClaimRules, difference_series, downstream_accuracies,
+                                            downstream_baselines_text, downstream_columns, downstream_summary,
+                                            judge_unless_failed, paired_interval, pretraining_summary,
+                                            run_status_text, scored_downstream_tasks, summary_text)
 
 NAME = "dropout"
 RATES = (0.0, 0.1)
@@ -43,10 +43,54 @@ def dropout_arms(model: Mapping[str, object], vocab_size: int, seeds: Sequence[i
             for rate in RATES for seed in seeds]
 
 
-def dropout_section(results: Mapping[str, Mapping[str, object]], baselines: Mapping[str, float]) -> Dict[str, object]:
-    """The final figures beside the paper's, the curves (mean and seed spread per step), the downstream score and
-    the verdicts, on the final MLM accuracy and on the downstream score."""
-    downstream_tasks = scored_downstream_tasks(results)
+def _masked_lm(result: Mapping[str, object]) -> float:
+    return float(result["eval"]["masked_lm_accuracy"])
+
+
+def _held_out_at(index: int):
+    return lambda result: float(result["curve"]["masked_lm_accuracy"][index])
+
+
+def _figure(results: Mapping[str, Mapping[str, object]], lines, downstream_metric, baseline: float,
+            downstream_score: str) -> Dict[str, object]:
+    """The held-out MLM accuracy of both arms along the run (mean ± seed spread); dropout 0 minus dropout 0.1,
+    seed by seed, along the run and on the downstream score (mean and paired 95% confidence interval, in accuracy
+    points); and the paper's downstream average without dropout minus with it."""
+    first, second = _arm_name(0.0), _arm_name(0.1)
+    steps = lines["dropout 0"][0]
+    along = [paired_interval(seed_values(results, NAME, first, _held_out_at(index)),
+                             seed_values(results, NAME, second, _held_out_at(index))) for index in range(len(steps))]
+    panels = [
+        {"kind": "lines", "title": "ours: held-out MLM accuracy", "xlabel": "training step",
+         "ylabel": "accuracy (fraction)", "baseline": baseline, "series": [
+             {"label": f"ours, {label} (mean ± sd over seeds)", "x": xs, "values": means,
+              "band": [[mean - sd for mean, sd in zip(means, sds)], [mean + sd for mean, sd in zip(means, sds)]]}
+             for label, (xs, means, sds) in lines.items()]},
+        {"kind": "lines", "title": "ours: held-out MLM, dropout 0 minus 0.1", "xlabel": "training step",
+         "ylabel": "difference (accuracy points)", "reference_line": 0.0, "series": [
+             {"label": "ours, dropout 0 minus 0.1 (mean, paired 95% CI)", "x": steps,
+              "values": [interval[0] for interval in along],
+              "band": [[interval[1] for interval in along], [interval[2] for interval in along]]}]}]
+    if downstream_metric is not None:
+        panels.append({"kind": "bars", "title": f"ours: {downstream_score} dev accuracy", "xlabel": "",
+                       "categories": ["dropout 0 minus 0.1"], "ylabel": "difference (accuracy points)",
+                       "reference_line": 0.0, "series": [difference_series(
+                           "ours (mean, paired 95% CI)", {first: seed_values(results, NAME, first, downstream_metric)},
+                           seed_values(results, NAME, second, downstream_metric))]})
+    panels.append({"kind": "bars", "title": "paper: downstream average (Table 8)", "xlabel": "",
+                   "categories": ["dropout 0 minus 0.1"], "ylabel": "difference (points)", "reference_line": 0.0,
+                   "series": [{"label": "paper (ALBERT-xxlarge, 1M steps)", "errors": None, "source": "paper",
+                               "values": [round(PAPER[0.0] - PAPER[0.1], 1)]}]})
+    return {"file": f"{NAME}_curves.png", "columns": 2, "panels": panels,
+            "title": "Dropout (paper section 4.8): dropout 0 against dropout 0.1"}
+
+
+def dropout_section(results: Mapping[str, Mapping[str, object]], baselines: Mapping[str, float],
+                    rules: ClaimRules = ClaimRules()) -> Dict[str, object]:
+    """The final figures beside the paper's, the curves (mean and seed spread per step), the downstream score
+    (rules.downstream_score) and the verdicts, on the final MLM accuracy and on the downstream score."""
+    downstream_score = rules.downstream_score
+    downstream_tasks = scored_downstream_tasks(results, downstream_score)
     rows, arms, failed, downstream_failed, lines = [], {}, [], [], {}
     for rate in RATES:
         arm = _arm_name(rate)
@@ -69,15 +113,18 @@ def dropout_section(results: Mapping[str, Mapping[str, object]], baselines: Mapp
                     f"{summary_text(summary['sentence_order_accuracy'])} | {along} |{cells} "
                     f"{run_status_text(arms[arm], downstream_tasks)} |")
     first, second = _arm_name(0.0), _arm_name(0.1)
-    metrics = [("", "final MLM", masked_lm_accuracies, failed)]
-    if DOWNSTREAM_SCORE in downstream_tasks:
-        metrics.append(("_downstream", f"downstream {DOWNSTREAM_SCORE} accuracy",
-                        lambda arm_results: downstream_accuracies(arm_results, DOWNSTREAM_SCORE),
+    metrics = [("", "final MLM", _masked_lm, failed)]
+    downstream_metric = None
+    if downstream_score in downstream_tasks:
+        def downstream_metric(result):
+            return downstream_accuracies([result], downstream_score)[0]
+
+        metrics.append(("_downstream", f"downstream {downstream_score} accuracy", downstream_metric,
                         failed + downstream_failed))
     claims = {}
     for suffix, label, metric, metric_failed in metrics:
-        judged = judge_unless_failed(*(metric(seed_results(results, NAME, arm)) for arm in (first, second)),
-                                     (first, second), metric_failed)
+        judged = judge_unless_failed(seed_values(results, NAME, first, metric),
+                                     seed_values(results, NAME, second, metric), (first, second), metric_failed)
         claims["removing_dropout_helps" + suffix] = {
             "claim": f"removing dropout helps at equal steps ({label}: dropout 0 - dropout 0.1); the paper's claim "
                      "is for ALBERT-xxlarge after 1M steps, which this scale cannot test",
@@ -93,8 +140,6 @@ def dropout_section(results: Mapping[str, Mapping[str, object]], baselines: Mapp
         "experiments. What this shows: the effect of dropout on held-out MLM accuracy and on a small downstream "
         "task for this model at equal steps. What it cannot show: anything about the largest models."])
     if downstream_tasks:
-        table += "\n\n" + downstream_baselines_text(downstream_tasks, baselines)
+        table += "\n\n" + downstream_baselines_text(downstream_tasks, baselines, downstream_score)
     return {"name": NAME, "title": "Dropout (paper section 4.8)", "table": table, "arms": arms, "claims": claims,
-            "line_plots": [{"file": f"{NAME}_curves.png", "title": "Dropout (paper section 4.8)",
-                            "xlabel": "training step", "ylabel": "held-out MLM accuracy (fraction)",
-                            "xscale": "linear", "lines": lines, "baseline": baselines["masked_lm"]}]}
+            "figures": [_figure(results, lines, downstream_metric, baselines["masked_lm"], downstream_score)]}

@@ -17,13 +17,13 @@ Example:
 """
 
 import statistics
-from typing import Callable, Dict, List, Mapping, Sequence
+from typing import Callable, Dict, List, Mapping, Sequence, Tuple
 
 from albert_tf.config import AlbertConfig
-from albert_tf.experiments.runner import Arm, seed_results
-from albert_tf.experiments.verdicts import (DOWNSTREAM_SCORE, downstream_accuracies, downstream_baselines_text,
-                                            downstream_columns, downstream_summary, judge_unless_failed,
-                                            masked_lm_accuracies, pretraining_summary, run_status_text,
+from albert_tf.experiments.arms import Arm, seed_results, seed_values
+from albert_tf.experiments.verdicts import (ClaimRules, difference_series, downstream_accuracies,
+                                            downstream_baselines_text, downstream_columns, downstream_summary,
+                                            judge_unless_failed, pretraining_summary, run_status_text,
                                             scored_downstream_tasks, summary_text)
 
 NAME = "embedding_size"
@@ -61,24 +61,54 @@ def _sizes_in(results: Mapping[str, Mapping[str, object]]) -> List[int]:
     return sorted({int(key.split("/")[1].split("_E")[1]) for key in results if key.startswith(f"{NAME}/")})
 
 
-def _downstream_score(arm_results: Sequence[Mapping[str, object]]) -> List[float]:
-    return downstream_accuracies(arm_results, DOWNSTREAM_SCORE)
+Metric = Callable[[Mapping[str, object]], float]
 
 
-def _judge(results, first: str, second: str, failed: Sequence[str],
-           metric: Callable[[Sequence[Mapping[str, object]]], List[float]]) -> Dict[str, object]:
-    return judge_unless_failed(*(metric(seed_results(results, NAME, arm)) for arm in (first, second)),
+def _masked_lm(result: Mapping[str, object]) -> float:
+    return float(result["eval"]["masked_lm_accuracy"])
+
+
+def _downstream_metric(task: str) -> Metric:
+    return lambda result: downstream_accuracies([result], task)[0]
+
+
+def _judge(results, first: str, second: str, failed: Sequence[str], metric: Metric) -> Dict[str, object]:
+    return judge_unless_failed(seed_values(results, NAME, first, metric), seed_values(results, NAME, second, metric),
                                (first, second), failed)
 
 
-def embedding_size_section(results: Mapping[str, Mapping[str, object]],
-                           baselines: Mapping[str, float]) -> Dict[str, object]:
-    """The table (the paper's figure beside ours where the paper swept the same E), the MLM-against-E lines and
-    the two claims' verdicts, on the MLM accuracy and on the downstream score. An arm whose MLM accuracy is not
-    above the majority baseline on every seed fails; its downstream run fails when a seed's score is not above the
-    task's majority baseline."""
+def _difference_figure(results, sizes: Sequence[int], metrics: Sequence[Tuple[str, Metric]]) -> Dict[str, object]:
+    """Each smaller E minus the budget's E, seed by seed, under each share type (mean and paired 95% confidence
+    interval, in accuracy points), one panel per (label, metric) of `metrics`, beside the paper's downstream
+    average at its E minus at its 128."""
+    largest, smaller = sizes[-1], sizes[:-1]
+    panels = [{"kind": "bars", "title": f"ours: {label}", "xlabel": "embedding size E",
+               "categories": [f"E={size}" for size in smaller], "ylabel": f"minus E={largest} (accuracy points)",
+               "reference_line": 0.0, "series": [difference_series(
+                   f"ours, {SHARE_LABELS[share_type]} (paired 95% CI)",
+                   {size: seed_values(results, NAME, _arm_name(share_type, size), metric) for size in smaller},
+                   seed_values(results, NAME, _arm_name(share_type, largest), metric)) for share_type in SHARE_TYPES]}
+              for label, metric in metrics]
+    paper_sizes = [size for size in PAPER["all"] if size != 128]
+    panels.append({"kind": "bars", "title": "paper: downstream average (Table 3)", "xlabel": "embedding size E",
+                   "categories": [f"E={size}" for size in paper_sizes], "ylabel": "minus E=128 (points)",
+                   "reference_line": 0.0, "series": [
+                       {"label": f"paper, {SHARE_LABELS[share_type]} (ALBERT-base)", "errors": None, "source": "paper",
+                        "values": [round(PAPER[share_type][size][1] - PAPER[share_type][128][1], 1)
+                                   for size in paper_sizes]} for share_type in SHARE_TYPES]})
+    return {"file": f"{NAME}_differences.png", "panels": panels,
+            "title": f"Embedding size (paper Table 3): each E minus the budget's E={largest} (the paper: minus 128)"}
+
+
+def embedding_size_section(results: Mapping[str, Mapping[str, object]], baselines: Mapping[str, float],
+                           rules: ClaimRules = ClaimRules()) -> Dict[str, object]:
+    """The table (the paper's figure beside ours where the paper swept the same E), each E's difference from the
+    budget's, and the two claims' verdicts, on the MLM accuracy and on the downstream score (rules.downstream_score).
+    An arm whose MLM accuracy is not above the majority baseline on every seed fails; its downstream run fails when
+    a seed's score is not above the task's majority baseline."""
     sizes = _sizes_in(results)
-    downstream_tasks = scored_downstream_tasks(results)
+    downstream_score = rules.downstream_score
+    downstream_tasks = scored_downstream_tasks(results, downstream_score)
     rows, arms, failed, downstream_failed, lines = [], {}, [], [], {}
     for share_type in SHARE_TYPES:
         means, spreads = [], []
@@ -104,12 +134,12 @@ def embedding_size_section(results: Mapping[str, Mapping[str, object]],
         lines[SHARE_LABELS[share_type]] = (sizes, means, spreads)
     largest, smallest = sizes[-1], sizes[0]
     claims = {}
-    metrics = [("", "MLM", masked_lm_accuracies, failed)]
-    if DOWNSTREAM_SCORE in downstream_tasks:
-        metrics.append(("_downstream", f"downstream {DOWNSTREAM_SCORE} accuracy", _downstream_score,
+    metrics = [("", "MLM", _masked_lm, failed)]
+    if downstream_score in downstream_tasks:
+        metrics.append(("_downstream", f"downstream {downstream_score} accuracy", _downstream_metric(downstream_score),
                         failed + downstream_failed))
     for suffix, label, metric, metric_failed in metrics if len(sizes) > 1 else []:
-        means = {size: statistics.fmean(metric(seed_results(results, NAME, _arm_name("all", size))))
+        means = {size: statistics.fmean(seed_values(results, NAME, _arm_name("all", size), metric).values())
                  for size in sizes[:-1]}
         best_smaller = max(sizes[:-1], key=lambda size: means[size])
         claims["all_shared_best_at_budget_embedding_size" + suffix] = {
@@ -134,9 +164,17 @@ def embedding_size_section(results: Mapping[str, Mapping[str, object]],
         "the paper's figure is shown where it swept the same E. Held-out MLM accuracy and the downstream score "
         "stand in for the downstream average."])
     if downstream_tasks:
-        table += "\n\n" + downstream_baselines_text(downstream_tasks, baselines)
+        table += "\n\n" + downstream_baselines_text(downstream_tasks, baselines, downstream_score)
+    paper_lines = {SHARE_LABELS[share_type]: (list(PAPER[share_type]), [average for _, average in
+                                                                        PAPER[share_type].values()])
+                   for share_type in SHARE_TYPES}
     return {"name": NAME, "title": "Embedding size (paper Table 3)", "table": table, "arms": arms,
             "claims": claims, "line_plots": [{
-                "file": f"{NAME}_mlm.png", "title": "Embedding size (paper Table 3)",
+                "file": f"{NAME}_mlm.png", "title": "Embedding size (paper Table 3): accuracy against E",
                 "xlabel": "embedding size E (dimensions, log scale)", "ylabel": "held-out MLM accuracy (fraction)",
-                "xscale": "log", "lines": lines, "baseline": baselines["masked_lm"]}]}
+                "xscale": "log", "lines": lines, "baseline": baselines["masked_lm"],
+                "paper": {"title": "paper: ALBERT-base (Table 3)", "lines": paper_lines,
+                          "ylabel": "downstream average (points)"}}],
+            "figures": [_difference_figure(results, sizes, [
+                ("held-out MLM accuracy" if not suffix else f"{downstream_score} dev accuracy", metric)
+                for suffix, _, metric, _ in metrics])] if len(sizes) > 1 else []}

@@ -1,4 +1,10 @@
-"""REPORT.md, results.json and the PNG plots of a reproduction run.
+"""REPORT.md, results.json and the PNG plots of a reproduction run, from its sections (each experiment's tables,
+claims and figures) and its results.
+
+Every claim a test judges is one test of the report's family (an ordering: one per adjacent pair); Holm's
+adjustment over that family stands beside each p-value (`adjust_for_the_family`). This module needs scipy
+(albert_tf.experiments.significance) when it writes: it runs in the report's process
+(albert_tf.experiments.write_report).
 
 Example:
 >>> section = {"name": "demo", "title": "Demo", "table": "| a |\\n|---|\\n| 1 |", "claims": {}, "arms": {}}
@@ -7,23 +13,160 @@ True
 """
 
 import os
-from typing import Dict, Mapping, Sequence
+from typing import Dict, List, Mapping, Optional, Sequence
 
+import matplotlib.colors
 import matplotlib.ticker
 import numpy as np
 
 from albert_tf.experiments.json_files import write_json
 from albert_tf.experiments.learning_curves import experiment_curves, plot_learning_curves
-from albert_tf.experiments.plotting import panels
+from albert_tf.experiments.plotting import PANEL_TITLE_FONT_SIZE, panels
+from albert_tf.experiments.verdicts import MIN_SEEDS, NON_INFERIORITY_TEST, POWER, SIGNIFICANCE
 
 REPORT_NAME = "REPORT.md"
 RESULTS_NAME = "results.json"
+# The paper's bars are hatched and pale, in the colour of ours at the same place in the panel.
+PAPER_ALPHA = 0.3
+# Inches per panel of an experiment's figure: three to a row fill a forge's page at the plots' resolution.
+FIGURE_PANEL_SIZE = (4.2, 3.6)
+
+
+def _tests(claim: Mapping[str, object]) -> List[Dict[str, object]]:
+    """The tests a claim was judged by: its own, or each pair's of an ordering; none when it was not tested."""
+    return [test for test in claim.get("pairs", [claim]) if "p_value" in test]
+
+
+def adjust_for_the_family(sections: Sequence[Mapping[str, object]]) -> int:
+    """Sets every test's Holm-adjusted p-value ("holm_p_value") over the family of every test of every section's
+    claims; returns the family's size."""
+    # scipy is on the report process's path only (albert_tf.experiments.verdicts).
+    from albert_tf.experiments.significance import holm_adjusted
+    family = [test for section in sections for claim in section["claims"].values() for test in _tests(claim)]
+    for test, adjusted in zip(family, holm_adjusted([test["p_value"] for test in family])):
+        test["holm_p_value"] = adjusted
+    return len(family)
+
+
+def _p_text(p_value: Optional[float]) -> str:
+    if p_value is None:
+        return "-"
+    return "<0.0001" if p_value < 0.0001 else f"{p_value:.4f}"
+
+
+def _cells(test: Mapping[str, object]) -> List[str]:
+    """A test's difference, seed spread, confidence interval, p-value, Holm-adjusted p-value and detectable
+    difference as the verdict table shows them ("-" where it has none)."""
+    if "ratio" in test:  # two models' timed repeats: a ratio of rates
+        low, high = test["ratio_interval"]
+        return [f"{test['ratio']:.2f}x", "-", f"{low:.2f}x to {high:.2f}x", _p_text(test["p_value"]),
+                _p_text(test.get("holm_p_value")), f"{test['detectable_ratio']:.2f}x either way"]
+    if "p_value" not in test:
+        return [f"{test['difference']:+.4f}" if "difference" in test else "-"] + ["-"] * 5
+    low, high = test["confidence_interval"]
+    interval = f"{low:+.4f} to {high:+.4f}"
+    if test.get("test") == NON_INFERIORITY_TEST:
+        interval += " (90%)"
+        detectable = f"{test['detectable_margin']:.4f} (margin)"
+    else:
+        detectable = f"{test['detectable_difference']:.4f}"
+    return [f"{test['difference']:+.4f}", f"{test['spread']:.4f}", interval, _p_text(test["p_value"]),
+            _p_text(test.get("holm_p_value")), detectable]
+
+
+def _claim_cells(claim: Mapping[str, object]) -> List[str]:
+    """An ordering's cells list its pairs', separated by "; "."""
+    if "pairs" not in claim:
+        return _cells(claim)
+    per_pair = [_cells(pair) for pair in claim["pairs"]]
+    return ["; ".join(column) for column in zip(*per_pair)] if per_pair else ["-"] * 6
+
+
+def verdict_table(sections: Sequence[Mapping[str, object]]) -> str:
+    """One row per claim of every section: the experiment, the claim, the verdict and, where a test judged it, the
+    difference, its seed spread (the standard deviation of the per-seed differences), its confidence interval,
+    p-value, Holm-adjusted p-value and the difference detectable at 80% power.
+
+    Example:
+    >>> claims = {"x": {"claim": "A beats B (MLM)", "verdict": "inside the noise", "difference": 0.001,
+    ...                 "spread": 0.002, "confidence_interval": [-0.004, 0.006], "p_value": 0.46,
+    ...                 "holm_p_value": 0.92, "detectable_difference": 0.0065}}
+    >>> print(verdict_table([{"title": "Sharing (Table 4)", "claims": claims}]).splitlines()[-1])
+    | Sharing (Table 4) | A beats B (MLM) | **inside the noise** | +0.0010 | 0.0020 | -0.0040 to +0.0060 | 0.4600 \
+| 0.9200 | 0.0065 |
+    """
+    rows = ["| experiment | claim | verdict | difference | seed spread | 95% confidence interval | p | "
+            "Holm-adjusted p | detectable at 80% power |", "|---|---|---|---|---|---|---|---|---|"]
+    for section in sections:
+        for claim in section["claims"].values():
+            # A claim's own bars (mean |ΔL2|) would split its cell.
+            text = claim["claim"].replace("|", "\\|")
+            rows.append(f"| {section['title']} | {text} | **{claim['verdict']}** | "
+                        f"{' | '.join(_claim_cells(claim))} |")
+    return "\n".join(rows)
+
+
+def _numbers_text(test: Mapping[str, object]) -> str:
+    """A test's numbers in a sentence, for the claim's line under its experiment."""
+    if "ratio" in test:
+        low, high = test["ratio_interval"]
+        return (f"ratio {test['ratio']:.2f}x, 95% CI {low:.2f}x to {high:.2f}x, p {_p_text(test['p_value'])}, "
+                f"Holm-adjusted p {_p_text(test.get('holm_p_value'))}")
+    if "p_value" not in test:
+        return f"difference {test['difference']:+.4f}, {test['seeds']} seed(s)" if "difference" in test else ""
+    low, high = test["confidence_interval"]
+    text = f"difference {test['difference']:+.4f}, "
+    if test.get("test") == NON_INFERIORITY_TEST:
+        text += (f"one-sided 95% bounds {low:+.4f} and {high:+.4f} against the margin -{test['margin']:g}, "
+                 f"p {_p_text(test['p_value'])}")
+    else:
+        text += f"95% CI {low:+.4f} to {high:+.4f}, p {_p_text(test['p_value'])}"
+    text += f", Holm-adjusted p {_p_text(test.get('holm_p_value'))}, {test['seeds']} seeds"
+    if test["verdict"] == "inside the noise":
+        text += (f"; at this spread {test['seeds']} seeds show a margin of {test['detectable_margin']:.4f} at 80% "
+                 "power" if test.get("test") == NON_INFERIORITY_TEST else
+                 f"; detectable at 80% power {test['detectable_difference']:.4f}")
+    return text
+
+
+def _claim_line(claim: Mapping[str, object]) -> str:
+    if "pairs" in claim:
+        numbers = "; ".join(f"{pair['claim']}: {pair['verdict']}" + (f" ({_numbers_text(pair)})"
+                                                                     if _numbers_text(pair) else "")
+                            for pair in claim["pairs"])
+    else:
+        numbers = _numbers_text(claim)
+    return f"- {claim['claim']}: **{claim['verdict']}**" + (f" ({numbers})" if numbers else "")
+
+
+def _verdicts_text(family_size: int, margins_note: str) -> str:
+    return (f"**Verdicts.** Arms trained with the same seed see the same data in the same order, so two arms are "
+            f"compared seed by seed: the difference on each seed both have, and a two-sided paired t-test of those "
+            f"differences (Student's t quantiles, n - 1 degrees of freedom; scipy.stats) at the "
+            f"{SIGNIFICANCE:.0%} level. A claim holds where the test rejects in the paper's direction and does not "
+            "hold where it rejects in the other; otherwise it is inside the noise, and beside it stands the "
+            f"difference a run of this many seeds detects at {POWER:.0%} power at the measured spread (from the "
+            "noncentral t distribution, scipy.stats.nct). The seed spread is the standard deviation of the "
+            "per-seed differences. A \"costs nothing\" claim is a non-inferiority test against a margin the budget "
+            "names (Budget.non_inferiority_margins, printed in the claim): it holds where the one-sided 95% lower "
+            "bound of (arm - reference) is above -margin, does not hold where the one-sided 95% upper bound is "
+            "below it, and its interval is the 90% one those two bounds make; its p-value is the one-sided test "
+            "against -margin, and the detectable column the smallest margin this many seeds show at 80% power "
+            "when the arms are equal. A claim whose metric has no margin is not judged for non-inferiority. "
+            + (margins_note + " " if margins_note else "")
+            + "An ordering is judged pair by adjacent pair. The speed claims compare the logarithms of two models' "
+            "timed repeats by Welch's t-test at the same level. The family is every test of this report (each "
+            f"claim's own, each pair of an ordering: {family_size} tests); Holm's adjustment over it stands beside "
+            "each p-value, and a verdict whose Holm-adjusted p-value is 0.05 or more could be the family's chance "
+            f"finding. Fewer than {MIN_SEEDS} seeds both arms have: no verdict. A claim on a run that did not beat "
+            "its majority baseline is not judged.")
 
 
 def report_text(sections: Sequence[Mapping[str, object]], scale: str, baselines: Mapping[str, float],
-                limits: str = "") -> str:
-    """The Markdown report: the scale, what it cannot show (`limits`), the majority baselines, every claim's verdict
-    in one table, then one table and its verdicts per experiment."""
+                limits: str = "", family_size: int = 0, margins_note: str = "") -> str:
+    """The Markdown report: the scale, what it cannot show (`limits`), the majority baselines, how the claims are
+    judged (a family of `family_size` tests), every claim's verdict in one table, then one table, its verdicts and
+    its plots per experiment."""
     lines = ["# Reproducing ALBERT's claims", "", f"**Scale.** {scale}", ""]
     if limits:
         lines += [f"**What this scale cannot show.** {limits}", ""]
@@ -35,10 +178,7 @@ def report_text(sections: Sequence[Mapping[str, object]], scale: str, baselines:
                   f"{baselines.get('sop_pure', float('nan')):.3f} and NSP "
                   f"{baselines.get('nsp_pure', float('nan')):.3f}. A run at or below the baseline of what it trained "
                   "on is reported as failed, not as a result.", ""]
-    lines += ["**Verdicts.** A difference smaller than the larger seed standard deviation of the two arms is inside "
-              "the noise. Beside it stands the difference detectable at 80% power by a two-sided two-sample test at "
-              "the 5% level, (z_0.975 + z_0.8) x sd x sqrt(2 / seeds), from normal quantiles "
-              "(at 3 seeds a t-test needs about a third more).", ""]
+    lines += [_verdicts_text(family_size, margins_note), ""]
     if any(section["claims"] for section in sections):
         lines += ["## Verdicts", "", verdict_table(sections), ""]
     for section in sections:
@@ -47,136 +187,141 @@ def report_text(sections: Sequence[Mapping[str, object]], scale: str, baselines:
             lines += ["Reused trainings (the same model, records, objective and seed at this budget, trained once; "
                       "each row's evaluations are run on that training's checkpoints): " + "; ".join(
                           f"{arm} is {owner}" for arm, owner in section["reused"].items()) + ".", ""]
-        for claim in section["claims"].values():
-            numbers = ""
-            if "difference" in claim:
-                numbers = f" (difference {claim['difference']:+.4f}, seed spread {claim['spread']:.4f}"
-                detectable = claim.get("detectable_difference")
-                numbers += f", detectable at 80% power {detectable:.4f})" if detectable is not None else ")"
-            if claim.get("detail"):
-                numbers += f" ({claim['detail']})"
-            lines.append(f"- {claim['claim']}: **{claim['verdict']}**{numbers}")
+        lines += [_claim_line(claim) for claim in section["claims"].values()]
         for plot in section.get("plots", []):
             lines += ["", f"![{section['title']}]({plot})"]
         lines.append("")
     return "\n".join(lines)
 
 
-def verdict_table(sections: Sequence[Mapping[str, object]]) -> str:
-    """One row per claim of every section: the experiment, the claim, the verdict and, where the verdict compared
-    seeds, the difference with its seed spread and the difference detectable at 80% power.
+def _bars(axis, panel: Mapping[str, object]) -> None:
+    """Grouped bars over the panel's categories, a group member per series; ours in the colour cycle with their
+    error bars, the paper's pale and hatched; a missing value (None) is written "no figure"."""
+    positions = np.arange(len(panel["categories"]))
+    width = 0.8 / len(panel["series"])
+    drawn = {"ours": 0, "paper": 0}
+    for index, series in enumerate(panel["series"]):
+        offsets = positions + (index - (len(panel["series"]) - 1) / 2) * width
+        values = np.array([np.nan if value is None else value for value in series["values"]], dtype=float)
+        color = f"C{drawn[series['source']]}"
+        drawn[series["source"]] += 1
+        style = (dict(color=matplotlib.colors.to_rgba(color, PAPER_ALPHA), hatch="//", edgecolor=color)
+                 if series["source"] == "paper" else dict(color=color))
+        axis.bar(offsets, values, width, yerr=series["errors"], capsize=3, label=series["label"], **style)
+        for offset, value in zip(offsets, values):
+            if np.isnan(value):
+                axis.text(offset, 0.5, "no figure", transform=axis.get_xaxis_transform(), rotation=90,
+                          ha="center", va="center", fontsize=8, color="0.3")
+    # The whole row of categories, also those drawn as "no figure" only.
+    axis.set_xlim(-0.5, len(positions) - 0.5)
+    axis.set_xticks(positions, panel["categories"], fontsize=9,
+                    rotation=20 if max(len(str(category)) for category in panel["categories"]) > 8 else 0)
+    if panel.get("yscale") == "log":
+        axis.set_yscale("log")
+        # Labels at 1, 2 and 5 of every decade, none at the other minor ticks (they overlapped).
+        axis.yaxis.set_major_locator(matplotlib.ticker.LogLocator(subs=(1.0, 2.0, 5.0)))
+        axis.yaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
+        axis.yaxis.set_major_formatter(matplotlib.ticker.FormatStrFormatter("%g"))
+
+
+def _lines(axis, panel: Mapping[str, object]) -> None:
+    """A line per series against its x (the band: its lower and upper bounds), the majority baseline dashed; the
+    paper's lines dashed with square markers, in the colour of the series of ours at the same place in its panel."""
+    for index, series in enumerate(panel["series"]):
+        xs = np.asarray(series["x"], dtype=float)
+        paper = series.get("source") == "paper"
+        drawn, = axis.plot(xs, series["values"], marker="s" if paper else "o",
+                           linestyle="--" if paper else series.get("style", "-"), label=series["label"],
+                           color=f"C{index}")
+        if series.get("band") is not None:
+            low, high = series["band"]
+            axis.fill_between(xs, low, high, alpha=0.15, color=drawn.get_color())
+    if panel.get("baseline") is not None:
+        axis.axhline(panel["baseline"], color="tab:red", linestyle="--", label="majority baseline")
+    if panel.get("xscale") == "log":
+        axis.set_xscale("log")
+        ticks = sorted({x for series in panel["series"] for x in series["x"]})
+        axis.set_xticks(ticks, [f"{tick:g}" for tick in ticks])
+        axis.xaxis.set_minor_locator(matplotlib.ticker.NullLocator())
+
+
+def plot_figure(spec: Mapping[str, object], path: str, caption: str = "") -> str:
+    """Draws spec["panels"] ("kind" "bars" or "lines", each with its "title", "xlabel", "ylabel" and "series",
+    and optionally "yscale", "xscale", "reference_line" (a thin line at that value) and "baseline") in a grid of
+    spec["columns"] (one row by default), titled spec["title"], with spec["note"] and `caption` (where the
+    numbers were measured) under the title."""
+    with panels(path, spec["title"], [(panel["xlabel"], panel["ylabel"]) for panel in spec["panels"]],
+                panel_size=FIGURE_PANEL_SIZE, columns=spec.get("columns"),
+                note=" ".join(filter(None, [spec.get("note"), caption]))) as axes:
+        for axis, panel in zip(axes, spec["panels"]):
+            axis.set_title(panel["title"], fontsize=PANEL_TITLE_FONT_SIZE)
+            (_bars if panel["kind"] == "bars" else _lines)(axis, panel)
+            if panel.get("reference_line") is not None:
+                axis.axhline(panel["reference_line"], color="black", linewidth=0.8)
+    return path
+
+
+def _line_plot_figure(spec: Mapping[str, object]) -> Dict[str, object]:
+    """A section's "line_plots" entry ({label: (xs, means, seed spreads)} against spec["xlabel"], the majority
+    baseline, and the paper's lines in spec["paper"]) as plot_figure's panels, ours beside the paper's."""
+    ours = {"kind": "lines", "title": "ours", "xlabel": spec["xlabel"], "ylabel": spec["ylabel"],
+            "xscale": spec["xscale"], "baseline": spec["baseline"], "series": [
+                {"label": f"ours, {label} (mean ± sd over seeds)", "x": xs, "values": means,
+                 "band": [np.subtract(means, spreads).tolist(), np.add(means, spreads).tolist()]}
+                for label, (xs, means, spreads) in spec["lines"].items()]}
+    paper = spec["paper"]
+    return {"title": spec["title"], "panels": [ours, {
+        "kind": "lines", "title": paper["title"], "xlabel": spec["xlabel"], "ylabel": paper["ylabel"],
+        "xscale": spec["xscale"], "series": [{"label": f"paper, {label}", "x": xs, "values": values,
+                                              "source": "paper"}
+                                             for label, (xs, values) in paper["lines"].items()]}]}
+
+
+def provenance_text(results: Mapping[str, Mapping[str, object]]) -> str:
+    """Where and when the arms of `results` trained, from their records: the CPU models and the first and last
+    day of their training sittings (a result keeps its sittings since they were recorded; older ones only the
+    CPU that trained them).
 
     Example:
-    >>> claims = {"x": {"claim": "A beats B (MLM)", "verdict": "inside the noise", "difference": 0.001,
-    ...                 "spread": 0.002, "detectable_difference": 0.004}}
-    >>> print(verdict_table([{"title": "Sharing (Table 4)", "claims": claims}]).splitlines()[-1])
-    | Sharing (Table 4) | A beats B (MLM) | **inside the noise** | +0.0010 | 0.0020 | 0.0040 |
+    >>> provenance_text({"a/b/seed0": {"trained_by": {"cpu": "AMD EPYC"}}})
+    'Ours trained on AMD EPYC (dates not recorded).'
     """
-    rows = ["| experiment | claim | verdict | difference | seed spread | detectable at 80% power |",
-            "|---|---|---|---|---|---|"]
-    for section in sections:
-        for claim in section["claims"].values():
-            numbers = [f"{claim['difference']:+.4f}", f"{claim['spread']:.4f}",
-                       "-" if claim.get("detectable_difference") is None else f"{claim['detectable_difference']:.4f}"
-                       ] if "difference" in claim else ["-", "-", "-"]
-            # A claim's own bars (mean |ΔL2|) would split its cell.
-            text = claim["claim"].replace("|", "\\|")
-            rows.append(f"| {section['title']} | {text} | **{claim['verdict']}** | {' | '.join(numbers)} |")
-    return "\n".join(rows)
-
-
-def plot_arm_accuracies(section: Mapping[str, object], baselines: Mapping[str, float], path: str) -> str:
-    """Bars of each arm's held-out accuracies (mean and seed spread), one panel per metric of the section's
-    `plot_metrics` ((metric, baseline key, label)), each beside its majority baseline."""
-    arms = list(section["arms"])
-    metrics = section["plot_metrics"]
-    with panels(path, section["title"], [(section["name"] + " arm", f"held-out {label} (fraction)")
-                                         for _, _, label in metrics]) as axes:
-        for axis, (metric, baseline_key, _) in zip(axes, metrics):
-            means = [section["arms"][arm][metric]["mean"] for arm in arms]
-            spreads = [section["arms"][arm][metric]["sd"] for arm in arms]
-            axis.bar(arms, means, yerr=spreads, capsize=3, color="tab:blue", label="ours (mean ± sd over seeds)")
-            axis.axhline(baselines[baseline_key], color="tab:red", linestyle="--", label="majority baseline")
-    return path
-
-
-def plot_transition_curves(section: Mapping[str, object], path: str) -> str:
-    """L2 distance and cosine similarity between each block's input and output against depth, one line per model
-    (the shaded band: the spread over tokens)."""
-    metrics = (("l2_distance", "L2 distance (hidden-state units)"),
-               ("cosine_similarity", "cosine similarity (unitless)"))
-    with panels(path, section["title"], [("depth (applied block)", label) for _, label in metrics]) as axes:
-        for axis, (metric, _) in zip(axes, metrics):
-            for name, curve in section["curves"].items():
-                means, spreads = (np.asarray(values) for values in curve[metric])
-                depths = np.arange(1, len(means) + 1)
-                axis.plot(depths, means, marker="o", linestyle="--" if "twice" in name else "-", label=name)
-                axis.fill_between(depths, means - spreads, means + spreads, alpha=0.15)
-    return path
-
-
-def plot_lines(spec: Mapping[str, object], path: str) -> str:
-    """One line per entry of spec["lines"] ({label: (xs, means, seed spreads)}, the band: mean ± spread) against
-    spec["xlabel"], with the majority baseline dashed."""
-    with panels(path, spec["title"], [(spec["xlabel"], spec["ylabel"])], panel_size=(5, 3.2)) as (axis,):
-        for label, (xs, means, spreads) in spec["lines"].items():
-            xs, means, spreads = (np.asarray(values, dtype=float) for values in (xs, means, spreads))
-            axis.plot(xs, means, marker="o", label=f"{label} (mean ± sd over seeds)")
-            axis.fill_between(xs, means - spreads, means + spreads, alpha=0.15)
-        axis.axhline(spec["baseline"], color="tab:red", linestyle="--", label="majority baseline")
-        axis.set_xscale(spec["xscale"])
-        if spec["xscale"] == "log":
-            ticks = sorted({x for xs, _, _ in spec["lines"].values() for x in xs})
-            axis.set_xticks(ticks, [str(tick) for tick in ticks])
-            axis.xaxis.set_minor_locator(matplotlib.ticker.NullLocator())
-    return path
-
-
-def plot_bars(spec: Mapping[str, object], path: str) -> str:
-    """Grouped bars over spec["categories"], one panel per entry of spec["panels"] ({"ylabel", "yscale",
-    "series": {label: (values, errors or None)}}); errors are matplotlib's yerr (one row, or lower and upper)."""
-    categories = spec["categories"]
-    positions = np.arange(len(categories))
-    with panels(path, spec["title"], [(spec["xlabel"], panel["ylabel"]) for panel in spec["panels"]],
-                panel_size=(5, 3.4)) as axes:
-        for axis, panel in zip(axes, spec["panels"]):
-            width = 0.8 / len(panel["series"])
-            for index, (label, (values, errors)) in enumerate(panel["series"].items()):
-                axis.bar(positions + (index - (len(panel["series"]) - 1) / 2) * width, values, width, yerr=errors,
-                         capsize=3, label=label)
-            axis.set_yscale(panel["yscale"])
-            if panel["yscale"] == "log":
-                # Labels at 1, 2 and 5 of every decade, none at the other minor ticks (they overlapped).
-                axis.yaxis.set_major_locator(matplotlib.ticker.LogLocator(subs=(1.0, 2.0, 5.0)))
-                axis.yaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
-            axis.yaxis.set_major_formatter(matplotlib.ticker.FormatStrFormatter("%g"))
-            axis.set_xticks(positions, categories, rotation=20, fontsize=7)
-    return path
+    cpus, days = set(), set()
+    for result in results.values():
+        sittings = result.get("record", {}).get("sittings", [])
+        cpus |= {sitting["machine"]["cpu_model"] for sitting in sittings}
+        days |= {sitting["started_at"][:10] for sitting in sittings}
+        if not sittings and result.get("trained_by"):
+            cpus.add(result["trained_by"]["cpu"])
+    if not cpus:
+        return ""
+    when = f"{min(days)} to {max(days)}" if days else "dates not recorded"
+    return f"Ours trained on {', '.join(sorted(cpus))} ({when})."
 
 
 def write_report(output_dir: str, sections: Sequence[Dict[str, object]], results: Mapping[str, object],
-                 scale: str, baselines: Mapping[str, float], limits: str = "") -> Dict[str, str]:
+                 scale: str, baselines: Mapping[str, float], limits: str = "",
+                 margins_note: str = "") -> Dict[str, str]:
     """Writes the plots, REPORT.md and results.json (arm -> seed -> metric, what was measured without training
-    (the speed experiment's models), and per claim the numbers used)."""
+    (the speed experiment's models), and per claim the numbers used, Holm-adjusted over the family)."""
+    family_size = adjust_for_the_family(sections)
     for section in sections:
+        own = {key: result for key, result in results.items() if key.startswith(section["name"] + "/")}
+        caption = provenance_text(own)
         section["plots"] = []
-        if "plot_metrics" in section:
-            section["plots"].append(f"{section['name']}_accuracy.png")
-            plot_arm_accuracies(section, baselines, os.path.join(output_dir, section["plots"][-1]))
-        if "curves" in section:
-            section["plots"].append(f"{section['name']}_curves.png")
-            plot_transition_curves(section, os.path.join(output_dir, section["plots"][-1]))
-        for kind, plot in (("line_plots", plot_lines), ("bar_plots", plot_bars)):
-            for spec in section.get(kind, []):
-                section["plots"].append(spec["file"])
-                plot(spec, os.path.join(output_dir, spec["file"]))
+        figures = [*section.get("figures", []), *({**_line_plot_figure(spec), "file": spec["file"]}
+                                                  for spec in section.get("line_plots", []))]
+        for spec in figures:
+            section["plots"].append(spec["file"])
+            plot_figure(spec, os.path.join(output_dir, spec["file"]), caption)
         learning_curves = experiment_curves(results, section["name"])
         if learning_curves:
             section["plots"].append(f"{section['name']}_learning_curves.png")
-            plot_learning_curves(learning_curves, section["title"], os.path.join(output_dir, section["plots"][-1]))
+            plot_learning_curves(learning_curves, section["title"], os.path.join(output_dir, section["plots"][-1]),
+                                 caption)
     report_path = os.path.join(output_dir, REPORT_NAME)
     with open(report_path, "w", encoding="utf-8") as handle:
-        handle.write(report_text(sections, scale, baselines, limits))
+        handle.write(report_text(sections, scale, baselines, limits, family_size, margins_note))
     arms: Dict[str, Dict[str, Dict[str, object]]] = {}
     for key, result in results.items():
         experiment, arm, seed = key.split("/")

@@ -21,12 +21,13 @@ Example:
 ['none', 'group2', 'all']
 """
 
-from typing import Callable, Dict, List, Mapping, Sequence
+from typing import Callable, Dict, List, Mapping, Sequence, Tuple
 
 from albert_tf.config import AlbertConfig
-from albert_tf.experiments.runner import Arm, seed_results
-from albert_tf.experiments.verdicts import (DOWNSTREAM_SCORE, downstream_accuracies, downstream_baselines_text,
-                                            downstream_columns, downstream_summary, judge_unless_failed,
+from albert_tf.experiments.arms import Arm, seed_results, seed_values
+from albert_tf.experiments.verdicts import (ClaimRules, difference_series, downstream_accuracies,
+                                            downstream_baselines_text, downstream_columns, downstream_summary,
+                                            judge_non_inferiority_unless_failed, judge_ordering, judge_unless_failed,
                                             mean_and_spread, mean_text, run_status_text, scored_downstream_tasks,
                                             summary_text)
 
@@ -79,33 +80,19 @@ def _downstream_metric(task: str) -> Metric:
 
 
 def _judge(results, first: str, second: str, metric: Metric, failed: Sequence[str], text: str) -> Dict[str, object]:
-    """The claim "first beats second on metric"; not judged when either run failed."""
+    """The claim "first beats second on metric", seed by seed; not judged when either run failed."""
     return {"claim": text, "compared": [first, second], **judge_unless_failed(
-        [metric(result) for result in seed_results(results, NAME, first)],
-        [metric(result) for result in seed_results(results, NAME, second)], (first, second), failed)}
+        seed_values(results, NAME, first, metric), seed_values(results, NAME, second, metric), (first, second),
+        failed)}
 
 
 def _judge_ordering(results, arms: Sequence[str], labels: Sequence[str], metric: Metric, failed: Sequence[str],
                     text: str) -> Dict[str, object]:
-    """The claim that each arm of `arms` beats the next: it holds when every adjacent pair holds, does not hold
-    when one does not, and is inside the noise otherwise."""
+    """The claim that each arm of `arms` beats the next, each adjacent pair judged as a claim of its own
+    (verdicts.judge_ordering)."""
     pairs = [_judge(results, first, second, metric, failed, f"{label} > {next_label}")
              for first, second, label, next_label in zip(arms, arms[1:], labels, labels[1:])]
-    verdicts = [pair["verdict"] for pair in pairs]
-    not_judged = [verdict for verdict in verdicts if verdict.startswith(("not judged", "cannot be judged"))]
-    if not pairs:
-        verdict = "cannot be judged (a single group size)"
-    elif not_judged:
-        verdict = not_judged[0]
-    elif "does not hold" in verdicts:
-        verdict = "does not hold"
-    else:
-        verdict = "holds" if all(verdict == "holds" for verdict in verdicts) else "inside the noise"
-    detail = "; ".join(
-        f"{pair['claim']}: {pair['difference']:+.4f} (spread {pair['spread']:.4f}, detectable at 80% power "
-        + (f"{pair['detectable_difference']:.4f}" if pair.get("detectable_difference") is not None else "n/a")
-        + f") {pair['verdict']}" for pair in pairs if "difference" in pair)
-    return {"claim": text, "compared": list(arms), "pairs": pairs, "verdict": verdict, "detail": detail}
+    return {"claim": text, "compared": list(arms), "pairs": pairs, **judge_ordering(pairs)}
 
 
 def _arm_row(results, arm: str, downstream_tasks: Sequence[str], baselines: Mapping[str, float]):
@@ -124,16 +111,46 @@ def _arm_row(results, arm: str, downstream_tasks: Sequence[str], baselines: Mapp
     return numbers, cells
 
 
-def sharing_section(results: Mapping[str, Mapping[str, object]], baselines: Mapping[str, float]) -> Dict[str, object]:
-    """The tables, the claims' verdicts and the numbers they used, from {arm key: result} and the baselines.
+def _margin_text(margin) -> str:
+    return f"above -{margin:g}, the budget's margin" if margin is not None else "the budget names no margin"
+
+
+def _difference_figure(results, arms: Sequence[str], labels: Sequence[str],
+                       metrics: Sequence[Tuple[str, Metric]]) -> Dict[str, object]:
+    """Each arm minus the not-shared arm, seed by seed (mean and paired 95% confidence interval, in accuracy
+    points), one panel per (label, metric) of `metrics`, beside the paper's downstream average minus its
+    not-shared model's."""
+    reference = "none"
+    panels = [{"kind": "bars", "title": f"ours: {label}", "xlabel": "arm", "categories": list(labels),
+               "ylabel": "minus not shared (accuracy points)", "reference_line": 0.0,
+               "series": [difference_series("ours (mean, paired 95% CI)", {
+                   arm: seed_values(results, NAME, arm, metric) for arm in arms},
+                   seed_values(results, NAME, reference, metric))]}
+              for label, metric in metrics]
+    paper = [round(PAPER[arm][1] - PAPER[reference][1], 1) if arm in PAPER else None for arm in arms]
+    panels.append({"kind": "bars", "title": "paper: downstream average (Table 4)", "xlabel": "arm",
+                   "categories": list(labels), "ylabel": "minus not shared (points)", "reference_line": 0.0,
+                   "series": [{"label": "paper (ALBERT-base, E=128)", "values": paper, "errors": None,
+                               "source": "paper"}]})
+    return {"file": f"{NAME}_accuracy.png", "title": "Cross-layer sharing (paper Table 4): each arm minus not shared",
+            "panels": panels}
+
+
+def sharing_section(results: Mapping[str, Mapping[str, object]], baselines: Mapping[str, float],
+                    rules: ClaimRules = ClaimRules()) -> Dict[str, object]:
+    """The tables, the claims' verdicts and the numbers they used, from {arm key: result} and the baselines; the
+    claims on the downstream score use rules.downstream_score, and "sharing the attention costs nothing" is a
+    non-inferiority claim against rules.non_inferiority_margins. Arms absent from `results` (a run of some arms
+    only) have no row, and the claims on them are left out.
 
     An arm whose MLM or SOP accuracy does not beat its majority baseline on every seed is a failed run, and so,
     for the downstream claims, is one whose downstream score does not beat the task's majority baseline: the
     claims that use it are not judged.
     """
-    downstream_tasks = scored_downstream_tasks(results)
+    downstream_tasks = scored_downstream_tasks(results, rules.downstream_score)
     columns = downstream_columns(downstream_tasks)
     numbers, rows, failed, downstream_failed = {}, [], [], []
+    present = {key.split("/")[1] for key in results}
 
     def add(arm):
         if arm not in numbers:
@@ -149,50 +166,69 @@ def sharing_section(results: Mapping[str, Mapping[str, object]], baselines: Mapp
         return run_status_text(numbers[arm], downstream_tasks)
 
     for share_type in SHARE_TYPES:
+        if share_type not in present:
+            continue
         arm = add(share_type)
         paper_parameters, paper_average = PAPER[share_type]
         rows.append(f"| {share_type} | {paper_parameters} | {paper_average} | {arm['parameters']:,} | "
                     f"{' | '.join(arm['cells'])} | {run_text(share_type)} |")
-    layers = int(seed_results(results, NAME, "none")[0]["config"]["num_hidden_layers"])
+    layers = int(seed_results(results, NAME, sorted(present)[0])[0]["config"]["num_hidden_layers"])
     sizes = group_sizes(layers)
-    group_rows, grouped_arms = [], []
-    for size in sizes:
-        arm_name = grouped_arm_name(size, layers)
-        grouped_arms.append(arm_name)
+    grouped_arms = [grouped_arm_name(size, layers) for size in sizes]
+    # A run without the grouped arms (Budget.grouped_sharing) has no grouped table and no ordering claim.
+    grouped = set(grouped_arms) <= present
+    group_rows = []
+    for size, arm_name in zip(sizes, grouped_arms) if grouped else ():
         arm = add(arm_name)
         source = {"none": "the not-shared arm, reused", "all": "the all-shared arm, reused"}.get(arm_name, "trained")
         group_rows.append(f"| {size} | {layers // size} | {arm_name} ({source}) | {arm['parameters']:,} | "
                           f"{' | '.join(arm['cells'])} | {run_text(arm_name)} |")
     claims = {}
-    metrics = [("", "MLM", _eval_metric("masked_lm_accuracy"), failed)]
+    metrics = [("", "MLM", _eval_metric("masked_lm_accuracy"), failed, "masked_lm_accuracy")]
     if downstream_tasks:
-        metrics.append(("_downstream", f"downstream {DOWNSTREAM_SCORE} accuracy", _downstream_metric(DOWNSTREAM_SCORE),
-                        sorted(set(failed) | set(downstream_failed))))
-    for suffix, label, metric, metric_failed in metrics:
-        claims["attention_sharing_is_free" + suffix] = _judge(
-            results, "attention", "none", metric, metric_failed,
-            f"sharing the attention costs nothing ({label}: attention-shared >= not shared)")
-        claims["ffn_sharing_costs_most" + suffix] = _judge(
-            results, "attention", "ffn", metric, metric_failed,
-            f"most of the drop comes from the FFN ({label}: attention-shared > FFN-shared)")
-        claims["smaller_groups_are_better" + suffix] = _judge_ordering(
-            results, grouped_arms, [f"M={size}" for size in sizes], metric, metric_failed,
-            f"the smaller the group, the better ({label}: " + " > ".join(f"M={size}" for size in sizes) + ")")
+        metrics.append(("_downstream", f"downstream {rules.downstream_score} accuracy",
+                        _downstream_metric(rules.downstream_score), sorted(set(failed) | set(downstream_failed)),
+                        "downstream"))
+    for suffix, label, metric, metric_failed, margin_metric in metrics:
+        if {"attention", "none"} <= present:
+            margin = rules.non_inferiority_margins.get(margin_metric)
+            claims["attention_sharing_is_free" + suffix] = {
+                "claim": f"sharing the attention costs nothing ({label}: attention-shared - not shared "
+                         f"{_margin_text(margin)})", "compared": ["attention", "none"],
+                **judge_non_inferiority_unless_failed(
+                    seed_values(results, NAME, "attention", metric), seed_values(results, NAME, "none", metric),
+                    ("attention", "none"), metric_failed, margin)}
+        if {"attention", "ffn"} <= present:
+            claims["ffn_sharing_costs_most" + suffix] = _judge(
+                results, "attention", "ffn", metric, metric_failed,
+                f"most of the drop comes from the FFN ({label}: attention-shared > FFN-shared)")
+        if grouped:
+            claims["smaller_groups_are_better" + suffix] = _judge_ordering(
+                results, grouped_arms, [f"M={size}" for size in sizes], metric, metric_failed,
+                f"the smaller the group, the better ({label}: " + " > ".join(f"M={size}" for size in sizes) + ")")
     downstream_header = "---|" * len(downstream_tasks)
-    table = "\n".join([
-        f"| share_type | paper params | paper downstream avg | our params | our held-out MLM acc "
-        f"| our held-out SOP acc |{columns} run |", "|---|---|---|---|---|---|" + downstream_header + "---|", *rows,
-        "", f"Grouped sharing, M layers per group (share_type=all, num_hidden_groups = L / M = {layers} / M); paper: "
-        f"{PAPER_GROUPS}. M=1 is the not-shared model and M={layers} the all-shared one: those rows reuse the finished "
-        "arms above rather than training them twice.", "",
-        f"| M (layers per group) | num_hidden_groups | arm | our params | our held-out MLM acc | our held-out SOP acc "
-        f"|{columns} run |", "|---|---|---|---|---|---|" + downstream_header + "---|", *group_rows])
+    lines = [f"| share_type | paper params | paper downstream avg | our params | our held-out MLM acc "
+             f"| our held-out SOP acc |{columns} run |", "|---|---|---|---|---|---|" + downstream_header + "---|",
+             *rows]
+    if grouped:
+        lines += [
+            "", f"Grouped sharing, M layers per group (share_type=all, num_hidden_groups = L / M = {layers} / M); "
+            f"paper: {PAPER_GROUPS}. M=1 is the not-shared model and M={layers} the all-shared one: those rows reuse "
+            "the finished arms above rather than training them twice.", "",
+            f"| M (layers per group) | num_hidden_groups | arm | our params | our held-out MLM acc | our held-out SOP "
+            f"acc |{columns} run |", "|---|---|---|---|---|---|" + downstream_header + "---|", *group_rows]
+    table = "\n".join(lines)
     if downstream_tasks:
-        table += "\n\n" + downstream_baselines_text(downstream_tasks, baselines)
+        table += "\n\n" + downstream_baselines_text(downstream_tasks, baselines, rules.downstream_score)
     for arm in numbers.values():
         del arm["cells"]
+    compared = [arm for arm in [*SHARE_TYPES[1:], *(grouped_arms[1:-1] if grouped else [])] if arm in present]
+    # A grouped arm is named group<M> (grouped_arm_name).
+    labels = [{"ffn": "FFN"}.get(arm, arm) if arm in SHARE_TYPES else f"M={arm[len('group'):]}" for arm in compared]
+    panel_metrics = [("held-out MLM accuracy", _eval_metric("masked_lm_accuracy"))] + (
+        [(f"{rules.downstream_score} dev accuracy", _downstream_metric(rules.downstream_score))]
+        if downstream_tasks else [])
+    figures = ([_difference_figure(results, compared, labels, panel_metrics)] if "none" in present and compared
+               else [])
     return {"name": NAME, "title": "Cross-layer sharing (paper Table 4)", "table": table,
-            "arms": numbers, "claims": claims,
-            "plot_metrics": [("masked_lm_accuracy", "masked_lm", "MLM accuracy"),
-                             ("sentence_order_accuracy", "sentence_order", "SOP accuracy")]
-            + [(f"downstream/{task}", f"downstream/{task}", f"{task} dev accuracy") for task in downstream_tasks]}
+            "arms": numbers, "claims": claims, "figures": figures}

@@ -1,43 +1,48 @@
-"""Verdicts on a claim from per-seed numbers: holds, does not hold, inside the noise, or cannot be judged.
+"""Verdicts on the paper's claims from per-seed numbers: holds, does not hold, inside the noise, or cannot be judged.
 
-A difference is judged only with at least MIN_SEEDS seeds per arm; it is inside the noise when it is smaller
-than the larger of the two arms' standard deviations over seeds. Beside each verdict stands the difference a
-two-sample comparison of that many seeds per arm would detect at 80% power (`detectable_difference`).
+Two arms trained with the same seed see the same data in the same order, so a claim that one beats the other is
+judged on the differences of the seeds both have, by a two-sided paired t-test at the 5% level
+(albert_tf.experiments.significance): it "holds" when the test rejects in the paper's direction, "does not hold"
+when it rejects in the other, and is "inside the noise" otherwise, where the difference this many seeds detect at
+80% power stands beside it. A "costs nothing" claim is a non-inferiority test against a margin named before the
+run (ClaimRules): it holds when the one-sided 95% lower bound of (arm - reference) is above -margin. Fewer than
+MIN_SEEDS seeds both arms have: no verdict. An ordering ("the smaller the group, the better") is judged pair by
+adjacent pair. The tests need scipy, which only the report's process has: the functions that test import it
+when called, so that the training process can import the experiment modules for their arms.
 
 Example:
->>> judge_difference([0.50, 0.52, 0.51], [0.40, 0.41, 0.39], expect_positive=True)["verdict"]
+>>> judge_difference({0: 0.50, 1: 0.52, 2: 0.51}, {0: 0.40, 1: 0.41, 2: 0.39})["verdict"]
 'holds'
->>> judge_difference([0.5], [0.4], expect_positive=True)["verdict"]
+>>> judge_difference({0: 0.40, 1: 0.41, 2: 0.39}, {0: 0.50, 1: 0.52, 2: 0.51})["verdict"]
+'does not hold'
+>>> judge_difference({0: 0.5}, {0: 0.4})["verdict"]
 'cannot be judged (1 seed, 3 needed)'
->>> round(detectable_difference(0.35, seeds=3), 3)  # the issue's pilot: MLM seed SD 0.35 points, 3 seeds
-0.801
+>>> judge_non_inferiority({0: 0.499, 1: 0.518, 2: 0.510}, {0: 0.50, 1: 0.52, 2: 0.51}, margin=0.01)["verdict"]
+'holds'
 """
 
-import math
+import dataclasses
 import statistics
-from typing import Dict, List, Mapping, Optional, Sequence
+from typing import Dict, List, Mapping, Optional, Sequence, Tuple
 
 MIN_SEEDS = 3
 MASKED_LM_FAILED = "failed: MLM accuracy not above the majority baseline"
-# The downstream task the claims on the downstream score are judged on (albert_tf.experiments.downstream).
-DOWNSTREAM_SCORE = "documents"
-# The detectable difference: a two-sided test at this significance level, with this power.
 SIGNIFICANCE = 0.05
 POWER = 0.8
+# The kinds of test a claim is judged by (a claim's "test").
+PAIRED_TEST = "paired t-test"
+NON_INFERIORITY_TEST = "non-inferiority paired t-test"
+ORDERING_TEST = "paired t-test per adjacent pair"
 
 
-def detectable_difference(spread: float, seeds: int, significance: float = SIGNIFICANCE,
-                          power: float = POWER) -> Optional[float]:
-    """The smallest difference of two means, each over `seeds` runs with standard deviation `spread`, that a
-    two-sided two-sample test at `significance` finds with probability `power`: (z_{1-a/2} + z_power) * spread
-    * sqrt(2 / seeds), the normal-quantile closed form. With few seeds it understates what a t-test needs: at 3
-    seeds, Student's t quantiles with 4 degrees of freedom (2.776 + 0.941 against 1.960 + 0.842) give about 1.33
-    times as much. None below two seeds, where there is no spread.
-    """
-    if seeds < 2:
-        return None
-    quantile = statistics.NormalDist().inv_cdf
-    return (quantile(1 - significance / 2) + quantile(power)) * spread * math.sqrt(2 / seeds)
+@dataclasses.dataclass(frozen=True)
+class ClaimRules:
+    """What a run fixes before its arms train about how its claims are judged: the downstream task the claims on
+    the downstream score use (Budget.downstream_task), and the margins of its "costs nothing" claims by the metric
+    they are judged on ("masked_lm_accuracy", "downstream"; Budget.non_inferiority_margins), in accuracy units."""
+
+    downstream_score: str = "documents"
+    non_inferiority_margins: Mapping[str, float] = dataclasses.field(default_factory=dict)
 
 
 def mean_and_spread(values: Sequence[float]) -> Dict[str, float]:
@@ -85,17 +90,18 @@ def masked_lm_accuracies(arm_results: Sequence[Mapping[str, object]]) -> List[fl
     return [float(result["eval"]["masked_lm_accuracy"]) for result in arm_results]
 
 
-def scored_downstream_tasks(results: Mapping[str, Mapping[str, object]]) -> List[str]:
-    """The downstream tasks every result of `results` has a score for, DOWNSTREAM_SCORE first.
+def scored_downstream_tasks(results: Mapping[str, Mapping[str, object]], judged: str) -> List[str]:
+    """The downstream tasks every result of `results` has a score for, the `judged` one (ClaimRules.downstream_score)
+    first.
 
     Example:
     >>> scored_downstream_tasks({"a": {"downstream": {"sst-2": {}, "documents": {}}}, "b": {"downstream": {
-    ...     "documents": {}, "sst-2": {}, "mnli": {}}}})
+    ...     "documents": {}, "sst-2": {}, "mnli": {}}}}, judged="documents")
     ['documents', 'sst-2']
     """
     found = [set(result.get("downstream", {})) for result in results.values()]
     common = set.intersection(*found) if found else set()
-    return sorted(common, key=lambda task: (task != DOWNSTREAM_SCORE, task))
+    return sorted(common, key=lambda task: (task != judged, task))
 
 
 def downstream_accuracies(arm_results: Sequence[Mapping[str, object]], task: str) -> List[float]:
@@ -136,43 +142,135 @@ def run_status_text(summary: Mapping[str, object], tasks: Sequence[str]) -> str:
     return f"pretraining {summary['status']}" + (f"; downstream {summary['downstream_status']}" if tasks else "")
 
 
-def downstream_baselines_text(tasks: Sequence[str], baselines: Mapping[str, float]) -> str:
+def downstream_baselines_text(tasks: Sequence[str], baselines: Mapping[str, float], judged: str) -> str:
     """The sentence under a table with downstream columns: each task's dev majority baseline."""
     return ("Downstream majority baselines (dev): " + ", ".join(
         f"{task} {baselines[f'downstream/{task}']:.3f}" for task in tasks) +
-        f". Claims judged on the downstream score use {DOWNSTREAM_SCORE}; with fewer than {MIN_SEEDS} seeds no "
-        "claim is judged.")
+        f". Claims judged on the downstream score use {judged}; with fewer than {MIN_SEEDS} seeds no claim is "
+        "judged.")
 
 
-def judge_unless_failed(first: Sequence[float], second: Sequence[float], compared: Sequence[str],
+def _cannot_be_judged(seeds: int) -> str:
+    return f"cannot be judged ({seeds} seed{'' if seeds == 1 else 's'}, {MIN_SEEDS} needed)"
+
+
+def _decided(p_value: float, in_the_papers_direction: bool) -> str:
+    if p_value >= SIGNIFICANCE:
+        return "inside the noise"
+    return "holds" if in_the_papers_direction else "does not hold"
+
+
+def judge_difference(first: Mapping[int, float], second: Mapping[int, float]) -> Dict[str, object]:
+    """Judges the claim "first beats second" ({seed: value} each) by the paired t-test of first - second over the
+    seeds both have: the test's numbers (significance.paired_test) and the verdict."""
+    # scipy is on the report process's path only (the module's docstring).
+    from albert_tf.experiments.significance import paired_differences, paired_test
+    differences = list(paired_differences(first, second).values())
+    if len(differences) < MIN_SEEDS:
+        return {"test": PAIRED_TEST, "seeds": len(differences), "verdict": _cannot_be_judged(len(differences))}
+    test = paired_test(differences, SIGNIFICANCE, POWER)
+    return {"test": PAIRED_TEST, **test, "verdict": _decided(test["p_value"], test["difference"] > 0)}
+
+
+def judge_non_inferiority(arm: Mapping[int, float], reference: Mapping[int, float],
+                          margin: Optional[float]) -> Dict[str, object]:
+    """Judges the claim "arm costs nothing against reference" ({seed: value} each): it holds when the one-sided
+    95% lower bound of arm - reference over the seeds both have is above -margin, does not hold when the upper one
+    is below it, and is inside the noise otherwise (significance.non_inferiority_test). Without a margin (None),
+    not judged."""
+    if margin is None:
+        return {"test": NON_INFERIORITY_TEST, "verdict": "not judged: no non-inferiority margin named for this "
+                                                         "metric before the run"}
+    from albert_tf.experiments.significance import non_inferiority_test, paired_differences
+    differences = list(paired_differences(arm, reference).values())
+    if len(differences) < MIN_SEEDS:
+        return {"test": NON_INFERIORITY_TEST, "margin": margin, "seeds": len(differences),
+                "verdict": _cannot_be_judged(len(differences))}
+    test = non_inferiority_test(differences, margin, SIGNIFICANCE, POWER)
+    verdict = ("holds" if test["p_value"] < SIGNIFICANCE else
+               "does not hold" if test["p_value_inferior"] < SIGNIFICANCE else "inside the noise")
+    return {"test": NON_INFERIORITY_TEST, **test, "verdict": verdict}
+
+
+def _failed_compared(compared: Sequence[str], failed: Sequence[str]) -> Optional[Dict[str, object]]:
+    """The verdict of a claim on a failed run ("not judged"), or None when no compared arm failed."""
+    failed_compared = sorted(set(compared) & set(failed))
+    return {"verdict": f"not judged: failed run(s) {', '.join(failed_compared)}"} if failed_compared else None
+
+
+def judge_unless_failed(first: Mapping[int, float], second: Mapping[int, float], compared: Sequence[str],
                         failed: Sequence[str]) -> Dict[str, object]:
-    """judge_difference(first, second, expect_positive=True) for the arms `compared`, unless one of them is in
-    `failed`: a claim on a failed run is not judged.
+    """judge_difference(first, second) for the arms `compared`, unless one of them is in `failed`: a claim on a
+    failed run is not judged.
 
     Example:
-    >>> judge_unless_failed([0.5] * 3, [0.4] * 3, ["a", "b"], failed=["b", "c"])
+    >>> judge_unless_failed({0: 0.5}, {0: 0.4}, ["a", "b"], failed=["b", "c"])
     {'verdict': 'not judged: failed run(s) b'}
     """
-    failed_compared = sorted(set(compared) & set(failed))
-    if failed_compared:
-        return {"verdict": f"not judged: failed run(s) {', '.join(failed_compared)}"}
-    return judge_difference(first, second, expect_positive=True)
+    return _failed_compared(compared, failed) or judge_difference(first, second)
 
 
-def judge_difference(first: Sequence[float], second: Sequence[float], expect_positive: bool) -> Dict[str, object]:
-    """Judges the claim "mean(first) - mean(second) is positive" (expect_positive) or "is not positive".
+def judge_non_inferiority_unless_failed(arm: Mapping[int, float], reference: Mapping[int, float],
+                                        compared: Sequence[str], failed: Sequence[str],
+                                        margin: Optional[float]) -> Dict[str, object]:
+    """judge_non_inferiority(arm, reference, margin) for the arms `compared`, unless one of them is in `failed`."""
+    return _failed_compared(compared, failed) or judge_non_inferiority(arm, reference, margin)
 
-    Returns the difference, the spread it was compared with, the seeds, the difference detectable at 80% power
-    and the verdict.
+
+def judge_ordering(pairs: Sequence[Mapping[str, object]]) -> Dict[str, object]:
+    """The verdict of an ordering from the verdicts of its adjacent pairs (each "first beats second"): it holds
+    when every pair holds, does not hold when one does not, cannot be judged (or is not judged) when a pair cannot
+    (or is not), and is inside the noise otherwise.
+
+    Example:
+    >>> judge_ordering([{"verdict": "holds"}, {"verdict": "inside the noise"}])
+    {'test': 'paired t-test per adjacent pair', 'verdict': 'inside the noise'}
     """
-    difference = statistics.fmean(first) - statistics.fmean(second)
-    seeds = min(len(first), len(second))
-    spread = max(mean_and_spread(first)["sd"], mean_and_spread(second)["sd"])
-    judged = {"difference": difference, "spread": spread, "seeds": seeds,
-              "detectable_difference": detectable_difference(spread, seeds)}
-    if seeds < MIN_SEEDS:
-        plural = "seed" if seeds == 1 else "seeds"
-        return {**judged, "verdict": f"cannot be judged ({seeds} {plural}, {MIN_SEEDS} needed)"}
-    if abs(difference) < spread:
-        return {**judged, "verdict": "inside the noise"}
-    return {**judged, "verdict": "holds" if (difference > 0) == expect_positive else "does not hold"}
+    verdicts = [pair["verdict"] for pair in pairs]
+    not_judged = [verdict for verdict in verdicts if verdict.startswith(("not judged", "cannot be judged"))]
+    if not pairs:
+        verdict = "cannot be judged (a single arm)"
+    elif not_judged:
+        verdict = not_judged[0]
+    elif "does not hold" in verdicts:
+        verdict = "does not hold"
+    else:
+        verdict = "holds" if all(verdict == "holds" for verdict in verdicts) else "inside the noise"
+    return {"test": ORDERING_TEST, "verdict": verdict}
+
+
+def paired_interval(first: Mapping[int, float], second: Mapping[int, float],
+                    scale: float = 100.0) -> Optional[Tuple[float, float, float]]:
+    """(mean, low, high) of `scale` * (first - second) over the seeds both have ({seed: value} each), the bounds the
+    paired 95% confidence interval; with one such seed the bounds are the difference, with none, None.
+
+    Example:
+    >>> [round(value, 2) for value in paired_interval({0: 0.3, 1: 0.5}, {0: 0.1, 1: 0.2})]
+    [25.0, -38.53, 88.53]
+    >>> paired_interval({0: 0.3}, {1: 0.1}) is None
+    True
+    """
+    from albert_tf.experiments.significance import paired_differences, paired_test
+    differences = [scale * value for value in paired_differences(first, second).values()]
+    if len(differences) < 2:
+        return (differences[0],) * 3 if differences else None
+    test = paired_test(differences, SIGNIFICANCE, POWER)
+    return (test["difference"], *test["confidence_interval"])
+
+
+def difference_series(label: str, by_arm: Mapping[object, Mapping[int, float]], reference: Mapping[int, float],
+                      scale: float = 100.0) -> Dict[str, object]:
+    """A figure's bar series (albert_tf.experiments.report.plot_figure): per arm of `by_arm` ({arm: {seed: value}},
+    in its order), `scale` times the mean of arm - reference over the seeds both have (accuracy points), with its
+    paired 95% confidence interval as the error bar (paired_interval; None for an arm without a common seed).
+
+    Example:
+    >>> series = difference_series("ours", {"a": {0: 0.3, 1: 0.5}, "b": {2: 0.1}}, {0: 0.1, 1: 0.2})
+    >>> [round(value, 1) for value in series["values"][:1]], series["values"][1], series["errors"][0][1]
+    ([25.0], None, 0.0)
+    """
+    intervals = [paired_interval(values, reference, scale) for values in by_arm.values()]
+    return {"label": label, "values": [None if interval is None else interval[0] for interval in intervals],
+            "errors": [[0.0 if interval is None else interval[0] - interval[1] for interval in intervals],
+                       [0.0 if interval is None else interval[2] - interval[0] for interval in intervals]],
+            "source": "ours"}

@@ -1,21 +1,27 @@
-"""Verdicts from seed spreads, the sharing table's failed-run rule and the report files, on made-up results."""
+"""Verdicts by paired t-tests seed by seed and non-inferiority against a margin, the sharing table's failed-run
+rule and the report files, on made-up results."""
 import json
+import math
 import os
 import re
 
+import numpy as np
 import pytest
+import scipy.stats
 import tensorflow as tf
 
 from albert_tf.experiments import layer_transitions, sharing, sop_vs_nsp
 from albert_tf.experiments.learning_curves import experiment_curves, training_curve
 from albert_tf.experiments.report import report_text, verdict_table, write_report
 from albert_tf.experiments.reproduce import experiment_names
-from albert_tf.experiments.verdicts import (MASKED_LM_FAILED, detectable_difference, judge_difference,
-                                            pretraining_summary, summary_text)
+from albert_tf.experiments.significance import detectable_difference
+from albert_tf.experiments.verdicts import (MASKED_LM_FAILED, ClaimRules, judge_difference, pretraining_summary,
+                                            summary_text)
 from albert_tf.models.sharing import build_sharing_plan
 from albert_tf.training.summaries import write_scalars
 
 BASELINES = {"masked_lm": 0.05, "sentence_order": 0.6, "masked_lm_pure": 0.05, "sop_pure": 0.5, "nsp_pure": 0.5}
+MARGINS = ClaimRules(non_inferiority_margins={"masked_lm_accuracy": 0.01, "downstream": 0.05})
 
 
 def _results(mlm_by_share_type, sop=0.8, layers=2, downstream=None):
@@ -31,15 +37,26 @@ def _results(mlm_by_share_type, sop=0.8, layers=2, downstream=None):
     return results
 
 
-def test_a_difference_is_judged_against_the_larger_seed_spread():
-    assert judge_difference([0.30, 0.31, 0.32], [0.20, 0.21, 0.22], expect_positive=True)["verdict"] == "holds"
-    assert judge_difference([0.30, 0.31, 0.32], [0.20, 0.21, 0.22], expect_positive=False)["verdict"] == (
-        "does not hold")
-    noisy = judge_difference([0.30, 0.40, 0.20], [0.28, 0.29, 0.30], expect_positive=True)
+def _by_seed(values):
+    return dict(enumerate(values))
+
+
+def test_a_difference_is_judged_by_a_paired_t_test_seed_by_seed():
+    higher, lower = _by_seed([0.30, 0.31, 0.32]), _by_seed([0.20, 0.21, 0.22])
+    assert judge_difference(higher, lower)["verdict"] == "holds"
+    assert judge_difference(lower, higher)["verdict"] == "does not hold"
+    noisy = judge_difference(_by_seed([0.30, 0.40, 0.20]), _by_seed([0.28, 0.29, 0.30]))
     assert noisy["verdict"] == "inside the noise"
-    assert noisy["spread"] == pytest.approx(0.1)
-    assert noisy["detectable_difference"] == pytest.approx(detectable_difference(0.1, 3))
-    assert judge_difference([0.3, 0.4], [0.1, 0.2], expect_positive=True)["verdict"] == (
+    differences = [0.02, 0.11, -0.10]
+    assert noisy["spread"] == pytest.approx(np.std(differences, ddof=1))
+    assert noisy["p_value"] == pytest.approx(scipy.stats.ttest_1samp(differences, 0.0).pvalue)
+    assert noisy["detectable_difference"] == pytest.approx(detectable_difference(noisy["spread"] / math.sqrt(3), 2))
+    # Arms whose seed spreads are large but whose per-seed differences agree: the seeds move both arms alike, and
+    # the paired test sees through it (the larger seed sd, 0.1, is ten times the difference).
+    shared_seed_effect = [0.30, 0.50, 0.10]
+    assert judge_difference(_by_seed([value + 0.01 for value in shared_seed_effect]),
+                            _by_seed(shared_seed_effect))["verdict"] == "holds"
+    assert judge_difference(_by_seed([0.3, 0.4]), _by_seed([0.1, 0.2]))["verdict"] == (
         "cannot be judged (2 seeds, 3 needed)")
 
 
@@ -53,16 +70,6 @@ def test_an_arm_summary_has_mlm_and_sop_over_seeds_and_fails_at_the_baseline():
     # One seed at the baseline is enough: it has not beaten the trivial answer.
     assert pretraining_summary(seeds, masked_lm_baseline=0.10)["status"] == MASKED_LM_FAILED
     assert summary_text(pretraining_summary(seeds[:1], 0.0)["masked_lm_accuracy"]) == "0.100"
-
-
-def test_the_detectable_difference_is_the_normal_closed_form():
-    # The issue's pilot: MLM accuracy seed SD 0.35 points, 3 seeds -> about 0.8 points at 80% power.
-    assert detectable_difference(0.35, 3) == pytest.approx(0.8006, abs=1e-4)
-    # (1.959964 + 0.841621) * sqrt(2 / 10) at sd 1, and 0.5 of that at sd 0.5.
-    assert detectable_difference(1.0, 10) == pytest.approx(1.25291, abs=1e-5)
-    assert detectable_difference(0.5, 10) == pytest.approx(1.25291 / 2, abs=1e-5)
-    assert detectable_difference(1.0, 3, power=0.5) == pytest.approx(1.959964 * (2 / 3) ** 0.5, abs=1e-5)
-    assert detectable_difference(1.0, 1) is None
 
 
 def test_grouped_sharing_maps_m_layers_per_group_to_num_hidden_groups_and_reuses_coinciding_arms():
@@ -90,13 +97,14 @@ def test_sharing_judges_groups_and_the_downstream_score_and_fails_a_downstream_r
     downstream = {"none": [0.5, 0.5, 0.5], "attention": [0.5, 0.5, 0.5], "ffn": [0.4, 0.4, 0.4],
                   "all": [0.3, 0.3, 0.3], "group2": [0.2, 0.25, 0.25]}
     baselines = {**BASELINES, "downstream/documents": 0.25}
-    section = sharing.sharing_section(_results(mlm, layers=4, downstream=downstream), baselines)
+    section = sharing.sharing_section(_results(mlm, layers=4, downstream=downstream), baselines, MARGINS)
     claims = section["claims"]
     assert claims["smaller_groups_are_better"]["verdict"] == "holds"
-    assert [pair["compared"] for pair in claims["smaller_groups_are_better"]["pairs"]] == [["none", "group2"],
-                                                                                        ["group2", "all"]]
-    assert "M=1 > M=2: +0.1000 (spread 0.0100, detectable at 80% power 0.0229) holds" in (
-        claims["smaller_groups_are_better"]["detail"])
+    pairs = claims["smaller_groups_are_better"]["pairs"]
+    assert [pair["compared"] for pair in pairs] == [["none", "group2"], ["group2", "all"]]
+    assert [(pair["claim"], pair["verdict"], pair["seeds"]) for pair in pairs] == [("M=1 > M=2", "holds", 3),
+                                                                                   ("M=2 > M=4", "holds", 3)]
+    assert pairs[0]["difference"] == pytest.approx(0.1) and pairs[0]["p_value"] == 0.0
     assert claims["ffn_sharing_costs_most_downstream"]["verdict"] == "holds"
     assert claims["ffn_sharing_costs_most_downstream"]["difference"] == pytest.approx(0.1)
     # group2 reached its baseline on two seeds: a failed downstream run, so its downstream claim is not judged.
@@ -109,26 +117,46 @@ def test_sharing_judges_groups_and_the_downstream_score_and_fails_a_downstream_r
     assert "| 2 | 2 | group2 (trained) |" in section["table"]
     assert "Downstream majority baselines (dev): documents 0.250" in section["table"]
     downstream["attention"] = [0.7, 0.8, 0.6]
-    noisy = sharing.sharing_section(_results(mlm, layers=4, downstream=downstream), baselines)
-    assert noisy["claims"]["attention_sharing_is_free_downstream"]["verdict"] == "holds"
+    noisy = sharing.sharing_section(_results(mlm, layers=4, downstream=downstream), baselines, MARGINS)
+    free = noisy["claims"]["attention_sharing_is_free_downstream"]
+    assert free["verdict"] == "holds" and free["margin"] == 0.05
+    assert "attention-shared - not shared above -0.05, the budget's margin" in free["claim"]
     assert noisy["claims"]["ffn_sharing_costs_most_downstream"]["verdict"] == "holds"
     downstream["ffn"] = [0.6, 0.7, 0.8]
-    mixed = sharing.sharing_section(_results(mlm, layers=4, downstream=downstream), baselines)
+    mixed = sharing.sharing_section(_results(mlm, layers=4, downstream=downstream), baselines, MARGINS)
     assert mixed["claims"]["ffn_sharing_costs_most_downstream"]["verdict"] == "inside the noise"
+    # A budget that names no margin for a metric does not judge "costs nothing" on it.
+    unmargined = sharing.sharing_section(_results(mlm, layers=4, downstream=downstream), baselines)
+    assert unmargined["claims"]["attention_sharing_is_free"]["verdict"] == (
+        "not judged: no non-inferiority margin named for this metric before the run")
 
 
-def test_sharing_claims_use_mlm_means_and_skip_failed_arms():
+def test_sharing_without_grouped_arms_or_with_some_arms_only_judges_what_it_has():
+    mlm = {"none": [0.30, 0.31, 0.32], "attention": [0.30, 0.31, 0.32], "ffn": [0.20, 0.21, 0.22],
+           "all": [0.10, 0.11, 0.12]}
+    ungrouped = sharing.sharing_section(_results(mlm, layers=4), BASELINES, MARGINS)
+    assert set(ungrouped["claims"]) == {"attention_sharing_is_free", "ffn_sharing_costs_most"}
+    assert "Grouped sharing" not in ungrouped["table"]
+    gate = sharing.sharing_section(_results({"none": mlm["none"], "all": mlm["all"]}, layers=4), BASELINES, MARGINS)
+    assert gate["claims"] == {} and list(gate["arms"]) == ["none", "all"]
+    assert [panel["categories"] for panel in gate["figures"][0]["panels"]] == [["all"], ["all"]]
+
+
+def test_sharing_claims_use_mlm_seed_differences_and_skip_failed_arms():
     section = sharing.sharing_section(_results({"none": [0.20, 0.21, 0.22], "attention": [0.20, 0.21, 0.22],
-                                                "ffn": [0.10, 0.11, 0.12], "all": [0.04, 0.05, 0.05]}), BASELINES)
+                                                "ffn": [0.10, 0.11, 0.12], "all": [0.04, 0.05, 0.05]}), BASELINES,
+                                      MARGINS)
     assert section["claims"]["ffn_sharing_costs_most"]["verdict"] == "holds"
     assert section["claims"]["ffn_sharing_costs_most"]["difference"] == pytest.approx(0.10)
-    assert section["claims"]["attention_sharing_is_free"]["verdict"] == "inside the noise"
+    # Equal on every seed: well inside the margin, so it costs nothing.
+    assert section["claims"]["attention_sharing_is_free"]["verdict"] == "holds"
     assert section["arms"]["all"]["status"] == "failed: not above the majority baseline"
     assert section["arms"]["ffn"]["status"] == "ok"
     assert "| all | 12M | 80.1 | 1,003 | 0.047 ± 0.006 |" in section["table"]
     failed = sharing.sharing_section(_results({share_type: [0.2] for share_type in sharing.SHARE_TYPES}, sop=0.6),
-                                     BASELINES)
+                                     BASELINES, MARGINS)
     assert failed["claims"]["ffn_sharing_costs_most"]["verdict"] == "not judged: failed run(s) attention, ffn"
+    assert failed["claims"]["attention_sharing_is_free"]["verdict"] == "not judged: failed run(s) attention, none"
 
 
 def _write_training_curve(directory, accuracies):
@@ -148,17 +176,35 @@ def test_the_report_has_every_table_plot_and_results_key(tmp_path):
                                                               "masked_lm_accuracy": pytest.approx([0.2, 0.3]),
                                                               "masked_lm_loss": pytest.approx([0.8, 0.7])}
     baselines = {**BASELINES, "downstream/documents": 0.25}
-    section = sharing.sharing_section(results, baselines)
-    paths = write_report(str(tmp_path), [section], results, scale="made up", baselines=baselines)
+    section = sharing.sharing_section(results, baselines, MARGINS)
+    paths = write_report(str(tmp_path), [section], results, scale="made up", baselines=baselines,
+                         margins_note="These margins were made up for a test.")
     report = open(paths["report"], encoding="utf-8").read()
     assert "## Cross-layer sharing (paper Table 4)" in report
     # Every claim once more in the table of verdicts at the top, with the numbers it was judged on.
     assert report.index("## Verdicts") < report.index("## Cross-layer sharing (paper Table 4)")
-    assert ("| Cross-layer sharing (paper Table 4) | sharing the attention costs nothing (MLM: attention-shared >= not "
-            "shared) | **inside the noise** | -0.0200 | 0.0265 | 0.0605 |") in report
+    # attention - none, seed by seed: 0, -0.01, -0.05 against the margin 0.01, by scipy's one-sided t-tests.
+    differences = [0.0, -0.01, -0.05]
+    error = np.std(differences, ddof=1) / math.sqrt(3)
+    lower, upper = -0.02 - scipy.stats.t.ppf(0.95, 2) * error, -0.02 + scipy.stats.t.ppf(0.95, 2) * error
+    p_value = scipy.stats.ttest_1samp(differences, -0.01, alternative="greater").pvalue
+    free = section["claims"]["attention_sharing_is_free"]
+    assert free["confidence_interval"] == pytest.approx([lower, upper]) and free["p_value"] == pytest.approx(p_value)
+    assert (f"| Cross-layer sharing (paper Table 4) | sharing the attention costs nothing (MLM: attention-shared - "
+            f"not shared above -0.01, the budget's margin) | **inside the noise** | -0.0200 | "
+            f"{np.std(differences, ddof=1):.4f} | {lower:+.4f} to {upper:+.4f} (90%) | {p_value:.4f} | "
+            f"{free['holm_p_value']:.4f} | {free['detectable_margin']:.4f} (margin) |") in report
     assert report.count("| Cross-layer sharing (paper Table 4) |") == len(section["claims"])
-    assert ("attention-shared >= not shared): **inside the noise** (difference -0.0200, seed spread 0.0265, "
-            "detectable at 80% power 0.0605)") in report
+    assert (f"the budget's margin): **inside the noise** (difference -0.0200, one-sided 95% bounds {lower:+.4f} and "
+            f"{upper:+.4f} against the margin -0.01, p {p_value:.4f}") in report
+    # The family: every claim judged by a test, an ordering (here M=1 > M=2 at 2 layers) by each of its pairs.
+    tested = [test for claim in section["claims"].values() for test in claim.get("pairs", [claim])
+              if "p_value" in test]
+    assert len(tested) == 6
+    assert f"each pair of an ordering: {len(tested)} tests)" in report
+    smallest = min(claim["p_value"] for claim in tested)
+    assert min(claim["holm_p_value"] for claim in tested) == pytest.approx(min(1.0, len(tested) * smallest))
+    assert "These margins were made up for a test." in report and "Welch's t-test" in report
     assert os.path.getsize(tmp_path / "sharing_accuracy.png") > 1000
     assert os.path.getsize(tmp_path / "sharing_learning_curves.png") > 1000
     assert "![Cross-layer sharing (paper Table 4)](sharing_learning_curves.png)" in report
@@ -170,6 +216,7 @@ def test_the_report_has_every_table_plot_and_results_key(tmp_path):
     assert document["arms"]["sharing/ffn"]["seed2"]["downstream/documents/accuracy"] == 0.7
     assert set(document["claims"]) == {f"sharing/{claim}{suffix}" for suffix in ("", "_downstream") for claim in (
         "attention_sharing_is_free", "ffn_sharing_costs_most", "smaller_groups_are_better")}
+    assert document["claims"]["sharing/attention_sharing_is_free"]["holm_p_value"] == free["holm_p_value"]
     one_seed = _results({arm: [0.2] for arm in mlm})
     assert "cannot be judged (1 seed, 3 needed)" in report_text([sharing.sharing_section(one_seed, BASELINES)],
                                                                 scale="made up", baselines=BASELINES)
@@ -257,12 +304,18 @@ def test_layer_transitions_measures_smoothness_and_looks_for_a_fixed_point():
     section = layer_transitions.layer_transitions_section(results, BASELINES)
     assert section["claims"]["all_shared_is_smoother"]["verdict"] == "holds"
     assert section["claims"]["all_shared_is_smoother"]["difference"] == pytest.approx(3.0)
-    assert section["claims"]["no_fixed_point"]["verdict"] == "holds: the distance stays above 0"
+    assert section["claims"]["no_fixed_point"]["verdict"] == (
+        "holds within 4 applications: the last L2 is 18% to 19% of the first over 3 seed(s)")
     assert "| 4 |  | 0.750 ± 0.100 / 0.900 |  |" in section["table"]
     one_seed = layer_transitions.layer_transitions_section(
         _transition_results({"all": [[4.0, 0.01]], "none": [[6.0, 2.0]]}), BASELINES)
     assert one_seed["claims"]["no_fixed_point"]["verdict"] == (
-        "cannot be judged (1 seed(s), 3 needed); the distance approaches 0")
+        "cannot be judged (1 seed(s), 3 needed); the last L2 is 0% of the first over 1 seed(s)")
+    # A fixed point is judged seed by seed: one seed reaching it is not enough either way.
+    mixed = layer_transitions.layer_transitions_section(_transition_results(
+        {"all": [[4.0, 3.0], [4.1, 0.01], [3.9, 3.0]], "none": [[6.0, 2.0], [6.1, 2.0], [5.9, 2.0]]}), BASELINES)
+    assert mixed["claims"]["no_fixed_point"]["verdict"] == (
+        "inside the noise: the last L2 is 0% to 19% of the first over 3 seed(s), below 1% on some seeds only")
     failed = layer_transitions.layer_transitions_section(
         _transition_results({"all": [[4.0, 3.0]], "none": [[6.0, 2.0]]}, mlm=0.01), BASELINES)
     assert failed["claims"]["all_shared_is_smoother"]["verdict"] == "not judged: failed run(s) all, none"
@@ -270,8 +323,10 @@ def test_layer_transitions_measures_smoothness_and_looks_for_a_fixed_point():
 
 def test_a_claim_with_bars_stays_in_its_cell_of_the_verdict_table():
     claims = {"smoother": {"claim": "smoother (mean |ΔL2| between depths)", "verdict": "holds", "difference": 0.3,
-                           "spread": 0.1, "detectable_difference": 0.2}}
+                           "spread": 0.1, "confidence_interval": [0.05, 0.55], "p_value": 0.02, "holm_p_value": 0.06,
+                           "detectable_difference": 0.2}}
     row = verdict_table([{"title": "Layer transitions", "claims": claims}]).splitlines()[-1]
     cells = re.split(r"(?<!\\)\|", row)[1:-1]
     assert [cell.strip() for cell in cells] == ["Layer transitions", r"smoother (mean \|ΔL2\| between depths)",
-                                                "**holds**", "+0.3000", "0.1000", "0.2000"]
+                                                "**holds**", "+0.3000", "0.1000", "+0.0500 to +0.5500", "0.0200",
+                                                "0.0600", "0.2000"]
