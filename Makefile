@@ -3,6 +3,7 @@ VENV := .venv
 VPY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 TEST_ORACLES := $(VENV)/test-oracles
+REPORT := $(VENV)/report
 PEERS := $(VENV)/peers
 PEERS_STAMP := $(PEERS)/.installed
 # What requirements-peers.txt pins that requirements-dev.txt has put in site-packages already.
@@ -22,13 +23,14 @@ PYTEST_PARALLEL := -n $(TEST_WORKERS) --dist worksteal
 
 .PHONY: demo test test-fast install peers beam onnx
 
-$(STAMP): requirements.txt requirements-dev.txt requirements-test-oracles.txt constraints.txt
+$(STAMP): requirements.txt requirements-dev.txt requirements-test-oracles.txt requirements-report.txt constraints.txt
 	test -x $(VPY) || $(PYTHON) -m venv $(VENV)
 	$(VPY) -m pip install --quiet pip==26.3
 	$(VPY) -m pip install --quiet -r requirements.txt -c constraints.txt
 	$(VPY) -m pip install --quiet -r requirements-dev.txt -c constraints.txt
 	$(VPY) -m pip uninstall --quiet --yes scikit-learn scipy  # site-packages held them before requirements-test-oracles.txt
 	$(VPY) -m pip install --quiet --upgrade --no-deps --target $(TEST_ORACLES) -r requirements-test-oracles.txt
+	$(VPY) -m pip install --quiet --upgrade --no-deps --target $(REPORT) -r requirements-report.txt
 	touch $(STAMP)
 
 install: $(STAMP)

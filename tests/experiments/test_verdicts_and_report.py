@@ -1,9 +1,13 @@
 """Verdicts by paired t-tests seed by seed and non-inferiority against a margin, the sharing table's failed-run
-rule and the report files, on made-up results."""
+rule, the report files, and a report written from kept records alone in a process without TensorFlow, on made-up
+results (and on the committed small run's records)."""
 import json
 import math
 import os
 import re
+import shutil
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -11,14 +15,20 @@ import scipy.stats
 import tensorflow as tf
 
 from albert_tf.experiments import layer_transitions, sharing, sop_vs_nsp
+from albert_tf.experiments.kept_records import write_report_from_records
 from albert_tf.experiments.learning_curves import experiment_curves, training_curve
 from albert_tf.experiments.report import report_text, verdict_table, write_report
+from albert_tf.experiments.report_inputs import record_report_inputs
 from albert_tf.experiments.reproduce import experiment_names
 from albert_tf.experiments.significance import detectable_difference
+from albert_tf.experiments.budgets import budget_for
+from albert_tf.experiments.json_files import read_json, write_json
 from albert_tf.experiments.verdicts import (MASKED_LM_FAILED, ClaimRules, judge_difference, pretraining_summary,
                                             summary_text)
+from albert_tf.experiments.write_report import REPORT_INPUTS_NAME, write_report_in_child
 from albert_tf.models.sharing import build_sharing_plan
 from albert_tf.training.summaries import write_scalars
+from tests.helpers import REPO_ROOT
 
 BASELINES = {"masked_lm": 0.05, "sentence_order": 0.6, "masked_lm_pure": 0.05, "sop_pure": 0.5, "nsp_pure": 0.5}
 MARGINS = ClaimRules(non_inferiority_margins={"masked_lm_accuracy": 0.01, "downstream": 0.05})
@@ -330,3 +340,91 @@ def test_a_claim_with_bars_stays_in_its_cell_of_the_verdict_table():
     assert [cell.strip() for cell in cells] == ["Layer transitions", r"smoother (mean \|ΔL2\| between depths)",
                                                 "**holds**", "+0.3000", "0.1000", "+0.0500 to +0.5500", "0.0200",
                                                 "0.0600", "0.2000"]
+
+
+def _kept_sharing_run(output_dir, seeds=(0, 1, 2)):
+    """A made-up finished sharing run at L=2 (the grouped arms are none and all) as a reproduction keeps it: each
+    arm's arm_result.json and downstream_result.json, the all-shared arm's also standing for a reused arm of the
+    dropout experiment, and report_inputs.json. Returns the run's results as run_arms gives them."""
+    mlm = {"none": 0.30, "attention": 0.29, "ffn": 0.25, "all": 0.24}
+    config = {"num_hidden_layers": 2}
+    results = {}
+    for arm, accuracy in mlm.items():
+        for seed in seeds:
+            directory = os.path.join(output_dir, "arms", "sharing", arm, f"seed{seed}")
+            os.makedirs(os.path.join(directory, "downstream", "documents"))
+            arm_result = {"parameters": 1000, "eval": {"masked_lm_accuracy": accuracy + 0.003 * seed,
+                                                       "sentence_order_accuracy": 0.8}}
+            write_json(os.path.join(directory, "arm_result.json"), arm_result)
+            downstream = {"accuracy": 0.5 + 0.01 * seed}
+            write_json(os.path.join(directory, "downstream", "documents", "downstream_result.json"), downstream)
+            result = {**arm_result, "directory": directory, "config": config, "downstream": {"documents": downstream}}
+            results[f"sharing/{arm}/seed{seed}"] = {**result, "trained_as": f"sharing/{arm}/seed{seed}"}
+    return results
+
+
+def test_a_report_is_written_from_the_kept_records_alone(tmp_path):
+    output_dir = str(tmp_path / "run")
+    results = _kept_sharing_run(output_dir)
+    baselines = {**BASELINES, "downstream/documents": 0.25}
+    section = {"name": "learning_rate", "title": "Learning rate (chosen before the arms)", "table": "| lr |",
+               "claims": {}, "arms": {}}
+    path = record_report_inputs(output_dir, budget_for("small"), ["sharing"], results, baselines, "made up",
+                                "no limits", section)
+    inputs = read_json(path)
+    assert inputs["arms"]["sharing/all/seed2"]["result"] == os.path.join("arms", "sharing", "all", "seed2",
+                                                                         "arm_result.json")
+    assert inputs["non_inferiority_margins"] == {"masked_lm_accuracy": 0.005, "downstream": 0.005}
+    # Kept files only: the directories' checkpoints and events never existed here.
+    paths = write_report_from_records(output_dir)
+    report = open(paths["report"], encoding="utf-8").read()
+    assert report.index("## Learning rate") < report.index("## Cross-layer sharing")
+    # attention - none is -0.01 on every seed: more than the margin of 0.005, without spread.
+    assert "attention-shared - not shared above -0.005, the budget's margin): **does not hold**" in report
+    assert "| ffn | 38M | 80.2 | 1,000 | 0.253 ± 0.003 | 0.800 ± 0.000 | 0.510 ± 0.010 |" in report
+    document = read_json(paths["results"])
+    assert document["baselines"] == baselines and set(document["arms"]) == {
+        f"sharing/{arm}" for arm in ("none", "attention", "ffn", "all")}
+    os.remove(path)
+    with pytest.raises(FileNotFoundError, match=f"holds no {REPORT_INPUTS_NAME}, which a reproduction run writes "
+                                                "before its report; rerun reproduce_paper there to write it"):
+        write_report_from_records(output_dir)
+
+
+@pytest.mark.slow
+def test_the_report_process_imports_no_tensorflow_and_finds_scipy_beside_site_packages(tmp_path):
+    output_dir = str(tmp_path / "run")
+    record_report_inputs(output_dir, budget_for("small"), ["sharing"], _kept_sharing_run(output_dir),
+                         {**BASELINES, "downstream/documents": 0.25}, "made up", "no limits")
+    paths = write_report_in_child(output_dir)
+    assert paths == {"report": os.path.join(output_dir, "REPORT.md"), "results": os.path.join(output_dir,
+                                                                                             "results.json")}
+    assert "**does not hold**" in open(paths["report"], encoding="utf-8").read()
+    # The experiment modules (their arms are declared where their sections are built) import neither TensorFlow
+    # nor scipy, so that the training process can import them; the report's process imports scipy, not TensorFlow.
+    check = ("import runpy, sys\n"
+             "import albert_tf.experiments.sharing, albert_tf.experiments.sop_vs_nsp, albert_tf.experiments.dropout\n"
+             "import albert_tf.experiments.embedding_size, albert_tf.experiments.layer_transitions\n"
+             "import albert_tf.experiments.speed_report, albert_tf.experiments.report\n"
+             "print('experiment modules:', sorted({'tensorflow', 'scipy'} & set(sys.modules)))\n"
+             f"sys.argv = ['write_report', '--output_dir={output_dir}']\n"
+             "runpy.run_module('albert_tf.experiments.write_report', run_name='__main__')\n"
+             "print('report process:', sorted({'tensorflow', 'keras', 'scipy'} & set(sys.modules)))\n")
+    environment = {key: value for key, value in os.environ.items() if key != "PYTHONPATH"}
+    completed = subprocess.run([sys.executable, "-c", check], cwd=REPO_ROOT, env=environment, capture_output=True,
+                               text=True, timeout=300)
+    assert completed.returncode == 0, completed.stderr[-3000:]
+    assert "experiment modules: []" in completed.stdout and "report process: ['scipy']" in completed.stdout
+
+
+@pytest.mark.slow
+def test_the_committed_small_run_report_is_what_its_kept_records_give(tmp_path):
+    committed = os.path.join(REPO_ROOT, "paper_runs", "small")
+    copy = str(tmp_path / "small")
+    shutil.copytree(committed, copy, ignore=shutil.ignore_patterns("*.png", "data"))
+    write_report_from_records(copy)
+    for name in ("REPORT.md", "results.json"):
+        assert open(os.path.join(copy, name), encoding="utf-8").read() == open(
+            os.path.join(committed, name), encoding="utf-8").read(), name
+    assert sorted(name for name in os.listdir(copy) if name.endswith(".png")) == sorted(
+        name for name in os.listdir(committed) if name.endswith(".png"))
