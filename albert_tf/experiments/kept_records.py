@@ -65,8 +65,7 @@ def write_report_from_records(output_dir: str) -> Dict[str, str]:
     for name in inputs["experiments"]:
         if name == speed_report.NAME:
             records = speed_report.read_speed_records(os.path.join(output_dir, inputs["speed_dir"]))
-            sections.append(speed_report.speed_report_section(
-                records, SpeedBudget(**records[speed_report.REFERENCE]["speed_budget"])))
+            sections.append(speed_report.speed_report_section(records, SpeedBudget(**inputs["speed_budget"])))
         else:
             sections.append(_section(name, results, inputs["baselines"], rules))
     return write_report(output_dir, sections, results, inputs["scale"], inputs["baselines"], inputs["limits"],

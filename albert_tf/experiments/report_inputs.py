@@ -6,13 +6,15 @@ It holds the experiments of the run in order; per arm key the training it reads 
 reuses another's training has no directory of its own), its model config and the paths of its arm_result.json and
 downstream_result.json files relative to the output directory; the majority baselines, which only the data can
 give; the budget's claim rules (the downstream task the claims use, the non-inferiority margins); the report's
-scale and limits texts; the learning-rate section; and where the speed records are.
+scale and limits texts; the learning-rate section; and where the speed records are, with the shapes and repeats
+they were measured at.
 
 Example (it needs a finished run, so it is not run here):
 >>> record_report_inputs("paper_runs/small", budget, ["sharing"], results, baselines, scale, limits)  # doctest: +SKIP
 'paper_runs/small/report_inputs.json'
 """
 
+import dataclasses
 import os
 from typing import Mapping, Optional, Sequence
 
@@ -44,7 +46,8 @@ def record_report_inputs(output_dir: str, budget: Budget, experiments: Sequence[
               "downstream_score": budget.downstream_task,
               "non_inferiority_margins": dict(budget.non_inferiority_margins), "non_inferiority_margins_note":
                   margins_note, "scale": scale, "limits": limits, "learning_rate_section": learning_rate_section,
-              "speed_dir": SPEED if SPEED in experiments else None}
+              "speed_dir": SPEED if SPEED in experiments else None,
+              "speed_budget": dataclasses.asdict(budget.speed) if SPEED in experiments else None}
     path = os.path.join(output_dir, REPORT_INPUTS_NAME)
     write_json(path, inputs)
     return path
