@@ -7,7 +7,7 @@ import random
 import pytest
 
 from albert_tf.experiments.budgets import SMOKE
-from albert_tf.experiments.downstream import downstream_baselines, run_downstream
+from albert_tf.experiments.downstream import downstream_baselines, prepare_classification, run_downstream
 from albert_tf.experiments.pretraining_data import prepare_pretraining_data
 from albert_tf.experiments.reproduce import ReproduceOptions, run_reproduction
 from albert_tf.experiments.runner import arm_directory, run_arms
@@ -80,3 +80,34 @@ def test_a_glue_copy_without_mnli_stops_the_run_before_any_training(tmp_path):
                                          "the downstream score reads SST-2 and MNLI"):
         run_reproduction(ReproduceOptions(output_dir=str(output_dir), glue_data_dir=glue_dir))
     assert not output_dir.exists()
+
+
+@pytest.mark.slow
+def test_the_package_classification_is_fine_tuned_by_epochs_and_probed_on_frozen_features(tmp_path):
+    budget = dataclasses.replace(BUDGET, downstream_task="packages", downstream_packages=3,
+                                 downstream_sentences_per_package=40, finetune_epochs=2.0, linear_probe=True)
+    corpus = write_corpus(str(tmp_path / "corpus.txt"), num_documents=80)
+    data = prepare_pretraining_data(str(tmp_path / "data"), budget, corpus_files=[corpus])
+    # A user's corpus knows no packages: the held-out documents are given three made-up ones.
+    with pytest.raises(ValueError, match="needs the built-in corpus"):
+        prepare_classification(data, budget)
+    with open(data.holdout_text, encoding="utf-8") as handle:
+        held_out = [block for block in handle.read().split("\n\n") if block.strip()]
+    packages = str(tmp_path / "holdout_packages.txt")
+    with open(packages, "w", encoding="utf-8") as handle:
+        handle.write("".join(f"package{index % 3}\n" for index in range(len(held_out))))
+    data = dataclasses.replace(data, holdout_packages=packages)
+    arm = next(arm for arm in sharing_arms(budget.model, budget.vocab_size, seeds=[0]) if arm.name == "all")
+    arms_dir = str(tmp_path / "arms")
+    run_arms([arm], arms_dir, budget, data, jit_compile=False)
+    scores = run_downstream([arm], {arm.key: arm_directory(arms_dir, arm)}, budget, data, jit_compile=False)[arm.key]
+    assert set(scores) == {"packages", "packages_probe"}
+    set_dir = os.path.join(os.path.dirname(data.document_classification_dir), "packages")
+    dev_examples, train_examples = (sum(1 for _ in open(os.path.join(set_dir, name))) - 1
+                                    for name in ("dev.tsv", "train.tsv"))
+    assert scores["packages_probe"]["examples"] == dev_examples
+    assert 0.0 <= scores["packages_probe"]["accuracy"] <= 1.0 and scores["packages_probe"]["train_accuracy"] > 0.34
+    assert scores["packages"]["global_step"] == int(train_examples / budget.finetune_batch_size * 2.0)
+    baselines = downstream_baselines(data, budget, None)
+    assert set(baselines) == {"downstream/packages", "downstream/packages_probe"}
+    assert baselines["downstream/packages"] == baselines["downstream/packages_probe"] >= 1 / 3
