@@ -29,7 +29,7 @@ from absl import logging
 from albert_tf.experiments.budgets import Budget
 from albert_tf.experiments.json_files import read_json, write_json
 from albert_tf.experiments.pretraining_data import PretrainingData
-from albert_tf.experiments.runner import Arm
+from albert_tf.experiments.arms import Arm
 from albert_tf.experiments.stopping import stopped_during
 from albert_tf.tasks.finetuning import FinetuningOptions
 from albert_tf.tasks.glue import GlueOptions, run_glue

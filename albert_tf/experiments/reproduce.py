@@ -25,21 +25,21 @@ from albert_tf.experiments.downstream import check_glue_data_dir, downstream_bas
 from albert_tf.experiments.json_files import read_json, write_json
 from albert_tf.experiments.learning_rate import choose_learning_rate, learning_rate_section
 from albert_tf.experiments.pretraining_data import PretrainingData, prepare_pretraining_data
-from albert_tf.experiments.report import write_report
-from albert_tf.experiments.runner import Arm, run_arms
+from albert_tf.experiments.arms import Arm
+from albert_tf.experiments.report_inputs import record_report_inputs
+from albert_tf.experiments.runner import run_arms
 from albert_tf.experiments.stopping import stop_on_sigterm, stopped_during
+from albert_tf.experiments.write_report import write_report_in_child
 from data_gen.pretraining_input import masked_lm_majority_baseline, sentence_order_majority_baseline
 
-# The experiments that train arms: name -> (the arms of a budget's model, the section from their results).
-EXPERIMENTS = {sharing.NAME: (sharing.sharing_arms, sharing.sharing_section),
-               sop_vs_nsp.NAME: (sop_vs_nsp.sop_vs_nsp_arms, sop_vs_nsp.sop_vs_nsp_section),
-               layer_transitions.NAME: (layer_transitions.layer_transitions_arms,
-                                        layer_transitions.layer_transitions_section),
-               embedding_size.NAME: (embedding_size.embedding_size_arms, embedding_size.embedding_size_section),
-               dropout.NAME: (dropout.dropout_arms, dropout.dropout_section)}
-# The experiments that measure without training: name -> section(budget's SpeedBudget, its directory, jit_compile),
+# The experiments that train arms: name -> the arms of a budget's model (their sections are written from the kept
+# records, albert_tf.experiments.kept_records).
+EXPERIMENTS = {sharing.NAME: sharing.sharing_arms, sop_vs_nsp.NAME: sop_vs_nsp.sop_vs_nsp_arms,
+               layer_transitions.NAME: layer_transitions.layer_transitions_arms,
+               embedding_size.NAME: embedding_size.embedding_size_arms, dropout.NAME: dropout.dropout_arms}
+# The experiments that measure without training: name -> measure(budget's SpeedBudget, its directory, jit_compile),
 # which keeps what an earlier run measured there.
-MEASUREMENTS = {speed.NAME: speed.speed_section}
+MEASUREMENTS = {speed.NAME: speed.measure_speed}
 EXPERIMENT_NAMES = (*EXPERIMENTS, *MEASUREMENTS)
 
 
@@ -109,7 +109,7 @@ def _experiment_arms(name: str, budget: Budget, seeds: Sequence[int]) -> List[Ar
     asks for them."""
     if name == sharing.NAME:
         return sharing.sharing_arms(budget.model, budget.vocab_size, seeds, grouped=budget.grouped_sharing)
-    return EXPERIMENTS[name][0](budget.model, budget.vocab_size, seeds)
+    return EXPERIMENTS[name](budget.model, budget.vocab_size, seeds)
 
 
 def _scale_text(budget, seeds: Sequence[int], corpus: str) -> str:
@@ -150,22 +150,6 @@ def _limits_text(budget: Budget) -> str:
             "is false, and 'holds' says its direction appears here, not its size. The claims about the largest "
             "models (dropout on ALBERT-xxlarge after 1M steps) and about training on TPUs at batch 4,096 (Table 2's "
             "speedups) are beyond this run; their sections say what was measured instead.")
-
-
-def reused_trainings(results: Mapping[str, Mapping[str, object]]) -> Dict[str, str]:
-    """{experiment/arm: the experiment/arm whose training it reuses} for the arms of `results` (run_arms' results)
-    trained in another arm's directory.
-
-    Example:
-    >>> reused_trainings({"dropout/dropout0/seed0": {"trained_as": "sharing/all/seed0"},
-    ...                   "dropout/dropout0.1/seed0": {"trained_as": "dropout/dropout0.1/seed0"}})
-    {'dropout/dropout0': 'sharing/all'}
-    """
-    reused = {}
-    for key, result in sorted(results.items()):
-        if result["trained_as"] != key:
-            reused[key.rsplit("/", 1)[0]] = result["trained_as"].rsplit("/", 1)[0]
-    return reused
 
 
 def _majority_baselines(data: PretrainingData, budget: Budget) -> Dict[str, float]:
@@ -228,18 +212,15 @@ def _run_reproduction(options: ReproduceOptions) -> Dict[str, str]:
                                               options.jit_compile).items():
                 results[key]["downstream"] = scores
             baselines.update(downstream_baselines(data, budget, options.glue_data_dir))
-    sections = [learning_rate_section(learning_rate_choice)] if learning_rate_choice else []
     for name in names:
-        if name in EXPERIMENTS:
-            own = {key: value for key, value in results.items() if key.startswith(name + "/")}
-            sections.append({**EXPERIMENTS[name][1](own, baselines), "reused": reused_trainings(own)})
-        else:
+        if name in MEASUREMENTS:
             with stopped_during(f"the {name} measurements"):
-                sections.append(MEASUREMENTS[name](budget.speed, os.path.join(output_dir, name),
-                                                   options.jit_compile))
+                MEASUREMENTS[name](budget.speed, os.path.join(output_dir, name), options.jit_compile)
     corpus = ", ".join(options.corpus) if options.corpus else "the built-in docstring corpus"
     with stopped_during("the writing of the report"):
-        paths = write_report(output_dir, sections, results, _scale_text(budget, options.seeds, corpus), baselines,
-                             _limits_text(budget))
+        record_report_inputs(output_dir, budget, names, results, baselines,
+                             _scale_text(budget, options.seeds, corpus), _limits_text(budget),
+                             learning_rate_section(learning_rate_choice) if learning_rate_choice else None)
+        paths = write_report_in_child(output_dir)
     logging.info("Report: %s", paths["report"])
     return paths

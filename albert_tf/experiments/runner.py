@@ -26,7 +26,6 @@ Example (it trains, so it is not run here):
 
 import dataclasses
 import hashlib
-import json
 import os
 import subprocess
 import time
@@ -36,6 +35,7 @@ import tensorflow as tf
 from absl import logging
 
 from albert_tf.config import AlbertConfig
+from albert_tf.experiments.arms import Arm
 from albert_tf.experiments.budgets import Budget
 from albert_tf.experiments.json_files import read_json, write_json
 from albert_tf.experiments.learning_curves import training_curve
@@ -64,47 +64,8 @@ PREEMPTION_CHECKPOINTS_KEPT = 8
 CURVE_POINTS = 20
 
 
-@dataclasses.dataclass(frozen=True)
-class Arm:
-    """One model of one experiment, trained with one seed: on the `train_data` records ("sop" or "nsp") with the
-    sentence loss weighted by `sentence_loss_weight` (0: the masked LM alone), evaluated on the original
-    generator's held-out records and, with `evaluate_pure_sets`, on the pure SOP and NSP sets; with
-    `measure_transitions`, its block transitions are measured on the held-out records (and, for one shared block,
-    at twice the trained depth); with `downstream`, it is fine-tuned for the downstream score
-    (albert_tf.experiments.downstream). Every arm's result holds the held-out metrics of its HELD_OUT_CURVE_POINTS
-    kept checkpoints (a held-out learning curve)."""
-
-    experiment: str
-    name: str
-    seed: int
-    config: AlbertConfig
-    train_data: str = "sop"
-    sentence_loss_weight: float = 1.0
-    evaluate_pure_sets: bool = False
-    measure_transitions: bool = False
-    downstream: bool = False
-
-    @property
-    def key(self) -> str:
-        return f"{self.experiment}/{self.name}/seed{self.seed}"
-
-    @property
-    def training(self) -> str:
-        """What decides the trained weights at a given budget: the model, the records, the sentence loss weight and
-        the seed (equal strings: one training)."""
-        return json.dumps({"config": self.config.to_dict(), "train_data": self.train_data,
-                           "sentence_loss_weight": float(self.sentence_loss_weight), "seed": self.seed},
-                          sort_keys=True)
-
-
 def arm_directory(arms_dir: str, arm: Arm) -> str:
     return os.path.join(arms_dir, arm.experiment, arm.name, f"seed{arm.seed}")
-
-
-def seed_results(results: Mapping[str, Mapping[str, object]], experiment: str,
-                arm: str) -> List[Mapping[str, object]]:
-    """The results of one arm of `experiment`, one per seed, in key order."""
-    return [result for key, result in sorted(results.items()) if key.startswith(f"{experiment}/{arm}/")]
 
 
 def _checkpoint_interval(num_train_steps: int) -> int:

@@ -27,7 +27,7 @@ from albert_tf.benchmarking.workloads import BenchmarkSettings, run_in_subproces
 from albert_tf.config import PRESETS, AlbertConfig
 from albert_tf.experiments.budgets import SpeedBudget
 from albert_tf.experiments.json_files import read_json, write_json
-from albert_tf.experiments.speed_report import MODELS, NAME, WORKLOAD, record_path, speed_report_section
+from albert_tf.experiments.speed_report import MODELS, NAME, WORKLOAD, record_path
 from albert_tf.models.param_count import encoder_parameters
 
 
@@ -69,9 +69,3 @@ def measure_speed(speed: SpeedBudget, speed_dir: str, jit_compile="auto") -> Dic
         write_json(path, record, default=str)
         records[name] = record
     return records
-
-
-def speed_section(speed: SpeedBudget, speed_dir: str, jit_compile="auto") -> Dict[str, object]:
-    """Measures what is missing, then the table (the paper's speedup beside ours), the figure and the verdicts
-    (speed_report.speed_report_section)."""
-    return speed_report_section(measure_speed(speed, speed_dir, jit_compile), speed)

@@ -5,14 +5,15 @@ import json
 import os
 
 from albert_tf.experiments.budgets import budget_for
-from albert_tf.experiments.reproduce import EXPERIMENTS, reused_trainings
+from albert_tf.experiments.arms import reused_trainings
+from albert_tf.experiments.reproduce import EXPERIMENTS
 from albert_tf.experiments.report import report_text
 from albert_tf.experiments.runner import (ARM_RESULT_NAME, arm_directory, held_out_curve_steps, run_arms, training_arm,
                                          trainings)
 
 
 def _all_arms(budget, seeds=(0,)):
-    return [arm for name in EXPERIMENTS for arm in EXPERIMENTS[name][0](budget.model, budget.vocab_size, seeds)]
+    return [arm for name in EXPERIMENTS for arm in EXPERIMENTS[name](budget.model, budget.vocab_size, seeds)]
 
 
 def _groups(budget):

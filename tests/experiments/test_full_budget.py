@@ -25,7 +25,7 @@ def _data(pattern):
 
 
 def _plan():
-    return {name: EXPERIMENTS[name][0](FULL.model, FULL.vocab_size, seeds=[0, 1, 2]) for name in EXPERIMENTS}
+    return {name: EXPERIMENTS[name](FULL.model, FULL.vocab_size, seeds=[0, 1, 2]) for name in EXPERIMENTS}
 
 
 def test_the_full_budget_plans_every_experiment_at_the_papers_settings(tmp_path):

@@ -61,7 +61,7 @@ def test_more_arms_train_only_by_the_step_code_that_trained_the_kept_ones():
 
 def test_a_kept_training_without_checkpoints_that_lacks_an_evaluation_is_one_error(tmp_path):
     budget = budget_for("smoke")
-    arms = [arm for arm in EXPERIMENTS["sop_vs_nsp"][0](budget.model, budget.vocab_size, (0,)) if arm.name == "nsp"]
+    arms = [arm for arm in EXPERIMENTS["sop_vs_nsp"](budget.model, budget.vocab_size, (0,)) if arm.name == "nsp"]
     arms_dir = str(tmp_path / "arms")
     directory = arm_directory(arms_dir, arms[0])
     # Kept from a run of another experiment, on another machine: the pure sets were not measured, and the

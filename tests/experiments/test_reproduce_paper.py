@@ -75,7 +75,7 @@ def test_smoke_budget_on_a_corpus_stops_on_sigterm_resumes_writes_every_table_pl
     # --nojit_compile: auto's timed trials and XLA's compiles would be most of the tiny models' minutes.
     flags = ("--experiment=all", "--budget=smoke", f"--corpus={corpus}", "--seeds=3", "--nojit_compile",
              f"--output_dir={output_dir}")
-    step = _stop_with_sigterm_after_step_12(flags, output_dir, "sharing/none/seed3")
+    step = _stop_with_sigterm_after_step_12(flags, output_dir, "sharing/attention/seed3")
     # Nine trainings, nine fine-tunings and five speed measurements: 4.5 minutes alone on a Zen 3's core, more
     # beside the other test worker; the default 10 minutes left too little room on a slow, shared machine.
     first = run_script("reproduce_paper", *flags, timeout=1800)
@@ -121,9 +121,9 @@ def test_smoke_budget_on_a_corpus_stops_on_sigterm_resumes_writes_every_table_pl
     curve = document["arms"]["dropout/dropout0.1"]["seed3"]
     assert curve["curve/step"] == [10, 20, 30, 40]
     # The arm stopped by SIGTERM kept the checkpoint of that step too; its curve has the scheduled steps alone.
-    assert os.path.exists(os.path.join(output_dir, "arms", "sharing", "none", "seed3",
+    assert os.path.exists(os.path.join(output_dir, "arms", "sharing", "attention", "seed3",
                                                       f"ckpt-{step}.index"))
-    assert document["arms"]["sharing/none"]["seed3"]["curve/step"] == [10, 20, 30, 40]
+    assert document["arms"]["sharing/attention"]["seed3"]["curve/step"] == [10, 20, 30, 40]
     assert curve["curve/masked_lm_accuracy"][-1] == pytest.approx(curve["masked_lm_accuracy"])  # float32 events
     assert set(document["measurements"]) == {f"speed/{name}" for name in speed.MODELS}
     assert all(record["seq_per_s_median"] > 0 and record["parameter_mb"] > 0

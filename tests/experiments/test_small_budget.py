@@ -22,7 +22,7 @@ DATA = PretrainingData(spm_model_file="unused.model", train_patterns={"sop": "so
 def test_the_small_budget_plans_every_experiment_at_bert_mini_size():
     assert (SMALL.model["num_hidden_layers"], SMALL.model["hidden_size"], SMALL.model["embedding_size"],
             SMALL.max_seq_length) == (4, 256, 128, 128)
-    arms = [arm for name in EXPERIMENTS for arm in EXPERIMENTS[name][0](SMALL.model, SMALL.vocab_size, [0, 1, 2])]
+    arms = [arm for name in EXPERIMENTS for arm in EXPERIMENTS[name](SMALL.model, SMALL.vocab_size, [0, 1, 2])]
     assert len(arms) == 3 * 20 and {arm.seed for arm in arms} == {0, 1, 2}
     assert {arm.config.num_hidden_layers for arm in arms} == {4}
     assert sorted({arm.config.embedding_size for arm in arms}) == [16, 32, 64, 128]

@@ -12,6 +12,7 @@ from albert_tf.experiments.budgets import SpeedBudget, budget_for
 from albert_tf.experiments.json_files import read_json, write_json
 from albert_tf.experiments.report import write_report
 from albert_tf.experiments.reproduce import ReproduceOptions, run_reproduction
+from albert_tf.experiments.speed_report import speed_report_section
 
 FULL_SIZE = SpeedBudget(repeats=3)
 
@@ -54,7 +55,7 @@ def test_speed_verdicts_come_from_the_repeats_range_and_a_rerun_measures_nothing
     monkeypatch.setattr(speed, "_measure", _no_measurement)
     speed_dir = str(tmp_path / "speed")
     _write_records(speed_dir, RATES)
-    section = speed.speed_section(FULL_SIZE, speed_dir)
+    section = speed_report_section(speed.measure_speed(FULL_SIZE, speed_dir), FULL_SIZE)
     assert section["claims"]["albert_large_is_faster"]["verdict"] == "holds"
     assert section["claims"]["albert_large_is_faster"]["speedup_range"] == pytest.approx([1.5 / 1.05, 1.7 / 0.95])
     assert section["claims"]["albert_xxlarge_is_slower"]["verdict"] == "holds"
@@ -67,15 +68,17 @@ def test_speed_verdicts_come_from_the_repeats_range_and_a_rerun_measures_nothing
     albert_base = os.path.join(speed_dir, "albert-base.json")
     write_json(albert_base, {**read_json(albert_base), "jit_compile": False})
     assert ("jit_compile=auto: XLA for bert-large, TensorFlow's own kernels for albert-base, XLA for albert-large"
-            in speed.speed_section(FULL_SIZE, speed_dir)["table"])
+            in speed_report_section(speed.measure_speed(FULL_SIZE, speed_dir), FULL_SIZE)["table"])
 
     _write_records(speed_dir, {**RATES, "albert-large": (0.9, 1.0, 1.1), "albert-xxlarge": (1.1, 1.2, 1.3)})
-    mixed = speed.speed_section(FULL_SIZE, speed_dir)
+    mixed = speed_report_section(speed.measure_speed(FULL_SIZE, speed_dir), FULL_SIZE)
     assert mixed["claims"]["albert_large_is_faster"]["verdict"] == "inside the noise"
     assert mixed["claims"]["albert_xxlarge_is_slower"]["verdict"] == "does not hold"
-    assert speed.speed_section(dataclasses.replace(FULL_SIZE, repeats=1), speed_dir)["claims"][
+    one_repeat = dataclasses.replace(FULL_SIZE, repeats=1)
+    assert speed_report_section(speed.measure_speed(one_repeat, speed_dir), one_repeat)["claims"][
         "albert_large_is_faster"]["verdict"] == "cannot be judged (1 repeat(s), 3 needed)"
-    tiny = speed.speed_section(budget_for("smoke").speed, speed_dir)
+    smoke = budget_for("smoke").speed
+    tiny = speed_report_section(speed.measure_speed(smoke, speed_dir), smoke)
     assert tiny["claims"]["albert_large_is_faster"]["verdict"] == (
         "not judged: tiny shapes (widths / 32, depths / 12); measured 1.00x")
 
