@@ -8,10 +8,10 @@ TF_CPP_MIN_LOG_LEVEL=3 keeps the CUDA probe quiet. A user who sets TF_CPP_MIN_LO
 `--verbosity` (`-v`) on the command line, sees everything as before.
 """
 import contextlib
-import importlib.abc
 import importlib.util
 import os
 import sys
+import types
 
 _VERBOSITY_FLAGS = ("--verbosity", "-v", "--v")
 
@@ -37,33 +37,27 @@ def _stderr_to_devnull():
         os.close(devnull)
 
 
-class _QuietLoader(importlib.abc.Loader):
-    def __init__(self, loader):
-        self._loader = loader
+def _find_tensorflow_quietly(name, path=None, target=None):
+    """A meta-path finder's find_spec: finds `tensorflow` the usual way, once, and has its module run with
+    _stderr_to_devnull; scripts that never import TensorFlow never pay for it."""
+    if name != "tensorflow":
+        return None
+    sys.meta_path.remove(_QUIET_TENSORFLOW_IMPORT)
+    spec = importlib.util.find_spec(name)
+    if spec is not None and spec.loader is not None:
+        exec_module = spec.loader.exec_module
 
-    def create_module(self, spec):
-        return self._loader.create_module(spec)
+        def exec_module_quietly(module):
+            with _stderr_to_devnull():
+                exec_module(module)
 
-    def exec_module(self, module):
-        with _stderr_to_devnull():
-            self._loader.exec_module(module)
+        spec.loader.exec_module = exec_module_quietly
+    return spec
 
 
-class _QuietTensorFlowImport(importlib.abc.MetaPathFinder):
-    """Finds `tensorflow` the usual way, once, and imports it with _stderr_to_devnull; scripts that never import
-    TensorFlow never pay for it."""
-
-    def find_spec(self, name, path, target=None):
-        if name != "tensorflow":
-            return None
-        sys.meta_path.remove(self)
-        spec = importlib.util.find_spec(name)
-        if spec is not None and spec.loader is not None:
-            spec.loader = _QuietLoader(spec.loader)
-        return spec
-
+_QUIET_TENSORFLOW_IMPORT = types.SimpleNamespace(find_spec=_find_tensorflow_quietly)
 
 if not _asks_for_logs(sys.argv[1:]):
     os.environ["TF_CPP_MIN_LOG_LEVEL"] = "3"
     if "tensorflow" not in sys.modules:
-        sys.meta_path.insert(0, _QuietTensorFlowImport())
+        sys.meta_path.insert(0, _QUIET_TENSORFLOW_IMPORT)
