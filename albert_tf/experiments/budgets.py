@@ -138,7 +138,7 @@ MEDIUM = Budget(
                max_position_embeddings=512, hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0),
     vocab_size=8000, max_seq_length=128, max_predictions_per_seq=20, dupe_factor=10, train_batch_size=32,
     num_train_steps=12000, learning_rate=0.0025, max_eval_steps=1000, mixed_precision="mixed_bfloat16",
-    learning_rate_candidates=(0.000625, 0.00125, 0.0025, 0.005), learning_rate_steps=1500,
+    learning_rate_candidates=(0.00125, 0.0025, 0.005, 0.01, 0.02), learning_rate_steps=1500,
     downstream_task="packages", downstream_packages=20, downstream_sentences_per_package=600, finetune_epochs=5.0,
     finetune_batch_size=32, finetune_learning_rate=2e-4, linear_probe=True, grouped_sharing=False)
 

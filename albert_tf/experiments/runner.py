@@ -165,6 +165,41 @@ def check_step_code(finished: Mapping[str, Mapping[str, object]], arms_dir: str)
                 "commit (git worktree add --detach DIR COMMIT) or give another --output_dir.")
 
 
+TRAINING_SETTINGS_NAME = "training_settings.json"
+# What shapes a training's trajectory besides its model, records and seed (Arm.training): the same for every step.
+_TRAINING_SETTINGS = ("learning_rate", "num_train_steps", "num_warmup_steps", "train_batch_size", "max_seq_length",
+                      "max_predictions_per_seq", "mixed_precision", "optimizer")
+
+
+def check_training_settings(output_dir: str, options: PretrainingOptions) -> None:
+    """Records in `output_dir` the settings a training starts with, or, resuming, checks that they are the same: a
+    checkpoint trained at one learning rate must not be resumed at another (a rerun whose learning-rate choice
+    changed, say), which would mix two trainings in one result.
+
+    Example:
+    >>> import tempfile
+    >>> directory = tempfile.mkdtemp()
+    >>> options = PretrainingOptions(output_dir=directory, learning_rate=0.005)
+    >>> check_training_settings(directory, options)
+    >>> check_training_settings(directory, dataclasses.replace(options, learning_rate=0.01))
+    Traceback (most recent call last):
+    ...
+    ValueError: .../training_settings.json records a training with learning_rate=0.005, and this run asks for 0.01; delete ... to train it again with the new settings, or rerun with the old ones.
+    """
+    settings = {name: getattr(options, name) for name in _TRAINING_SETTINGS}
+    path = os.path.join(output_dir, TRAINING_SETTINGS_NAME)
+    if not os.path.exists(path):
+        os.makedirs(output_dir, exist_ok=True)
+        write_json(path, settings)
+        return
+    recorded = read_json(path)
+    for name, value in settings.items():
+        if recorded.get(name) != value:
+            raise ValueError(f"{path} records a training with {name}={recorded.get(name)}, and this run asks for "
+                             f"{value}; delete {output_dir} to train it again with the new settings, or rerun with "
+                             "the old ones.")
+
+
 def run_arm(arm: Arm, output_dir: str, budget: Budget, data: PretrainingData, jit_compile="auto",
             finish: Optional[Callable[[], None]] = None) -> Dict[str, object]:
     """Trains (or resumes) and evaluates one arm, runs `finish` (what else needs its checkpoints), writes its
@@ -172,6 +207,7 @@ def run_arm(arm: Arm, output_dir: str, budget: Budget, data: PretrainingData, ji
     checkpoint is saved (or, under stopping.stop_on_sigterm, once it has finished, when the signal came during its
     last loop or its evaluation)."""
     options = _pretraining_options(output_dir, arm, budget, data, jit_compile)
+    check_training_settings(output_dir, options)
     lengths = dict(max_seq_length=budget.max_seq_length, max_predictions_per_seq=budget.max_predictions_per_seq)
     with stopped_during(f"training {arm.key}"):
         run = Pretraining(arm.config, options)
