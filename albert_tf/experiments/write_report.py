@@ -37,11 +37,9 @@ def write_report_in_child(output_dir: str) -> Dict[str, str]:
                             f"Writing the report of {output_dir} failed").record
 
 
-def main(argv: Optional[Sequence[str]] = None) -> None:
-    parser = argparse.ArgumentParser(description="Writes a reproduction run's report from its kept records.")
-    parser.add_argument("--output_dir", required=True, help="The run's output directory.")
-    output_dir = os.path.abspath(parser.parse_args(argv).output_dir)
-    if os.path.isdir(REPORT_PACKAGES):
+def put_report_packages_on_path() -> None:
+    """Makes scipy importable in this process (it must not be in a training process), or exits with one line."""
+    if os.path.isdir(REPORT_PACKAGES) and REPORT_PACKAGES not in sys.path:
         # After site-packages, so that nothing there can shadow the environment's own packages.
         sys.path.append(REPORT_PACKAGES)
     try:
@@ -49,6 +47,13 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
     except ImportError:
         raise SystemExit(f"error: scipy is not importable (it is looked for in {REPORT_PACKAGES} and on the path); "
                          "`make install` puts it there from requirements-report.txt.") from None
+
+
+def main(argv: Optional[Sequence[str]] = None) -> None:
+    parser = argparse.ArgumentParser(description="Writes a reproduction run's report from its kept records.")
+    parser.add_argument("--output_dir", required=True, help="The run's output directory.")
+    output_dir = os.path.abspath(parser.parse_args(argv).output_dir)
+    put_report_packages_on_path()
     # Imported once scipy is on the path: the verdicts import it.
     from albert_tf.experiments.kept_records import write_report_from_records
     print(PATHS_MARKER + json.dumps(write_report_from_records(output_dir)))
