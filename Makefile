@@ -1,6 +1,7 @@
 PYTHON ?= python3
 VENV := .venv
 VPY := $(VENV)/bin/python
+RUNTIME_STAMP := $(VENV)/.runtime-installed
 STAMP := $(VENV)/.installed
 TEST_ORACLES := $(VENV)/test-oracles
 REPORT := $(VENV)/report
@@ -23,10 +24,17 @@ PYTEST_PARALLEL := -n $(TEST_WORKERS) --dist worksteal
 
 .PHONY: demo test test-fast install peers beam onnx
 
-$(STAMP): requirements.txt requirements-dev.txt requirements-test-oracles.txt requirements-report.txt constraints.txt
+# What `make demo` needs: the runtime requirements alone. The tests, the peers and the paper runs need the rest
+# (and the built-in corpus of a paper run is the docstrings of everything `make install` puts in site-packages).
+$(RUNTIME_STAMP): requirements.txt constraints.txt
+	@echo "Installing the runtime requirements into $(VENV) (TensorFlow and its libraries, about 2 GB; minutes)."
 	test -x $(VPY) || $(PYTHON) -m venv $(VENV)
 	$(VPY) -m pip install --quiet pip==26.3
 	$(VPY) -m pip install --quiet -r requirements.txt -c constraints.txt
+	touch $(RUNTIME_STAMP)
+
+$(STAMP): $(RUNTIME_STAMP) requirements-dev.txt requirements-test-oracles.txt requirements-report.txt constraints.txt
+	@echo "Installing the development requirements into $(VENV) (PyTorch, Transformers, the test oracles; minutes)."
 	$(VPY) -m pip install --quiet -r requirements-dev.txt -c constraints.txt
 	$(VPY) -m pip uninstall --quiet --yes scikit-learn scipy  # site-packages held them before requirements-test-oracles.txt
 	$(VPY) -m pip install --quiet --upgrade --no-deps --target $(TEST_ORACLES) -r requirements-test-oracles.txt
@@ -60,11 +68,16 @@ $(ONNX_STAMP): $(STAMP) requirements-onnx.txt
 
 onnx: $(ONNX_STAMP)
 
-demo: $(STAMP)
+demo: $(RUNTIME_STAMP)
 	$(VPY) -m run_scripts.quickstart --output_dir=demo_output
 
+# Progress as [done/total] per line, and the slowest tests at the end.
+PYTEST_REPORTING := -o console_output_style=count --durations=15
+
 test: $(STAMP) $(PEERS_STAMP) $(BEAM_STAMP) $(ONNX_STAMP)
-	$(VPY) -m pytest -q $(PYTEST_PARALLEL) tests
+	@echo "Running the whole suite with $(TEST_WORKERS) workers (10-15 minutes on 2 cores)."
+	$(VPY) -m pytest -q $(PYTEST_PARALLEL) $(PYTEST_REPORTING) tests
 
 test-fast: $(STAMP)
-	$(VPY) -m pytest -q $(PYTEST_PARALLEL) -m "not slow" tests
+	@echo "Running the suite without the slow end-to-end tests, $(TEST_WORKERS) workers."
+	$(VPY) -m pytest -q $(PYTEST_PARALLEL) $(PYTEST_REPORTING) -m "not slow" tests

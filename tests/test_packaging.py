@@ -14,7 +14,8 @@ import pytest
 from tests.helpers import REPO_ROOT
 
 _SOURCE_FILES = ("pyproject.toml", "setup.py", "MANIFEST.in", "README.md", "requirements.txt",
-                 "requirements-beam.txt", "requirements-onnx.txt", "albert_tf", "data_gen", "run_scripts")
+                 "requirements-beam.txt", "requirements-onnx.txt", "requirements-hub.txt", "albert_tf", "data_gen",
+                 "run_scripts")
 BEAM_PACKAGES = os.path.join(REPO_ROOT, ".venv", "beam")
 
 
@@ -122,3 +123,16 @@ def test_beams_setup_file_staging_builds_the_sdist_its_workers_install(tmp_path)
                               timeout=300, env={**os.environ, "PYTHONPATH": worker_path})
     assert imported.returncode == 0, imported.stderr[-3000:]
     assert imported.stdout.split() == [str(target / "data_gen" / "beam_pipeline.py"), "False"]
+
+
+def test_the_hub_extra_installs_what_loading_a_tf_hub_module_needs_at_the_tested_versions():
+    with open(os.path.join(REPO_ROOT, "pyproject.toml"), "rb") as handle:
+        extras = tomllib.load(handle)["tool"]["setuptools"]["dynamic"]["optional-dependencies"]
+    assert extras["hub"] == {"file": ["requirements-hub.txt"]}
+
+    def pins(name):
+        with open(os.path.join(REPO_ROOT, name), encoding="utf-8") as handle:
+            return {line.strip() for line in handle if line.strip() and not line.startswith("#")}
+
+    assert pins("requirements-hub.txt") == {"tensorflow-hub==0.16.1", "tf-keras==2.21.0"}
+    assert pins("requirements-hub.txt") <= pins("requirements-dev.txt")
