@@ -53,7 +53,7 @@ class Budget:
     learning_rate: float
     eval_batch_size: int = 64
     max_eval_steps: int = 1000
-    # Held out from the built-in corpus, by a hash of each document (data_gen.corpora.is_holdout_document).
+    # Held out from the built-in corpus, by a hash of each document (data_gen.pretraining.corpora.is_holdout_document).
     holdout_fraction: float = 0.1
     # None: a tenth of the steps.
     warmup_steps: Optional[int] = None
@@ -84,6 +84,8 @@ class Budget:
     # metric they are judged on ("masked_lm_accuracy", "downstream"), in accuracy (fraction) units. Named before
     # the arms they judge train; a budget without one for a metric does not judge such a claim on it.
     non_inferiority_margins: Tuple[Tuple[str, float], ...] = ()
+    # When and how the margins were named, for the report, where that was not before the run.
+    non_inferiority_margins_note: str = ""
 
     def non_inferiority_margin(self, metric: str) -> Optional[float]:
         """The margin of a "costs nothing" claim judged on `metric`, or None."""
@@ -120,9 +122,16 @@ SMALL = Budget(
     num_train_steps=2000, learning_rate=0.01, max_eval_steps=100, mixed_precision="mixed_bfloat16",
     learning_rate_candidates=(0.0025, 0.005, 0.01, 0.02), learning_rate_steps=500,
     downstream_documents=16, finetune_steps=100, finetune_batch_size=32, finetune_learning_rate=1e-4,
-    # Set after the run had finished (BUILD_NOTES, "Reproducing the paper"): half a point of accuracy, about a
-    # third of the smallest cost the paper reports as one (sharing the FFN, 1.4 points of downstream average).
-    non_inferiority_margins=(("masked_lm_accuracy", 0.005), ("downstream", 0.005)))
+    # Set after the run had finished (BUILD_NOTES, "Reproducing the paper") by the rule the medium budget's gate
+    # names before its attention arms train: a quarter of the run's own not-shared minus all-shared gap, so that
+    # "costs nothing" means less than a quarter of what sharing everything costs. On held-out MLM the gap is
+    # 0.0012; on the document classification all shared is ahead (-0.049), which names no cost, so no margin.
+    non_inferiority_margins=(("masked_lm_accuracy", 0.0003),),
+    non_inferiority_margins_note=(
+        "This run's margin was set after it had finished, by the rule the medium run names at its gate: a quarter "
+        "of the run's own not-shared minus all-shared gap (0.0012 on held-out MLM, so 0.0003); on the document "
+        "classification all shared is ahead, which names no cost, so that claim has no margin (BUILD_NOTES, "
+        "\"Reproducing the paper\")."))
 
 # The paper's depth at a width 2 CPU cores can train on many tokens per parameter, to decide which half of a
 # block can be shared (paper Table 4; BUILD_NOTES, "The medium budget"): 12 layers, H=128, I=512, E=64, 2 heads,

@@ -28,13 +28,12 @@ from albert_tf.experiments.write_report import REPORT_INPUTS_NAME
 
 def record_report_inputs(output_dir: str, budget: Budget, experiments: Sequence[str],
                          results: Mapping[str, Mapping[str, object]], baselines: Mapping[str, float], scale: str,
-                         limits: str, learning_rate_section: Optional[Mapping[str, object]] = None,
-                         margins_note: str = "") -> str:
+                         limits: str, learning_rate_section: Optional[Mapping[str, object]] = None) -> str:
     """Writes OUTPUT_DIR/report_inputs.json for the run's `experiments` (in report order) from run_arms' `results`
     (each with its `directory`, `trained_as` and `config`, and with `downstream` scores where it was fine-tuned),
     the majority `baselines`, the report's `scale` and `limits` texts, the learning-rate section (None without
-    candidates) and `margins_note` (a sentence on when the budget's margins were named, where that is not before
-    the run); returns its path."""
+    candidates), and the budget's non-inferiority margins with its sentence on when they were named; returns its
+    path."""
     arms = {}
     for key, result in sorted(results.items()):
         directory = os.path.relpath(result["directory"], output_dir)
@@ -45,7 +44,7 @@ def record_report_inputs(output_dir: str, budget: Budget, experiments: Sequence[
     inputs = {"experiments": list(experiments), "arms": arms, "baselines": dict(baselines),
               "downstream_score": budget.downstream_task,
               "non_inferiority_margins": dict(budget.non_inferiority_margins), "non_inferiority_margins_note":
-                  margins_note, "scale": scale, "limits": limits, "learning_rate_section": learning_rate_section,
+                  budget.non_inferiority_margins_note, "scale": scale, "limits": limits, "learning_rate_section": learning_rate_section,
               "speed_dir": SPEED if SPEED in experiments else None,
               "speed_budget": dataclasses.asdict(budget.speed) if SPEED in experiments else None}
     path = os.path.join(output_dir, REPORT_INPUTS_NAME)

@@ -112,7 +112,7 @@ def _arm_row(results, arm: str, downstream_tasks: Sequence[str], baselines: Mapp
 
 
 def _margin_text(margin) -> str:
-    return f"above -{margin:g}, the budget's margin" if margin is not None else "the budget names no margin"
+    return f"above -{margin:g}, the budget's margin" if margin is not None else "with no margin named"
 
 
 def _difference_figure(results, arms: Sequence[str], labels: Sequence[str],

@@ -179,8 +179,8 @@ def judge_non_inferiority(arm: Mapping[int, float], reference: Mapping[int, floa
     is below it, and is inside the noise otherwise (significance.non_inferiority_test). Without a margin (None),
     not judged."""
     if margin is None:
-        return {"test": NON_INFERIORITY_TEST, "verdict": "not judged: no non-inferiority margin named for this "
-                                                         "metric before the run"}
+        return {"test": NON_INFERIORITY_TEST, "verdict": "not judged: the budget names no non-inferiority "
+                                                         "margin for this metric"}
     from albert_tf.experiments.significance import non_inferiority_test, paired_differences
     differences = list(paired_differences(arm, reference).values())
     if len(differences) < MIN_SEEDS:

@@ -124,7 +124,7 @@ def test_non_inferiority_holds_when_the_lower_bound_clears_the_margin():
     noisy = non_inferiority_test([-0.008, 0.004, -0.006, 0.0], margin)
     assert noisy["detectable_margin"] > margin
     assert judge_non_inferiority(arm([0.0] * 4), reference, None)["verdict"] == (
-        "not judged: no non-inferiority margin named for this metric before the run")
+        "not judged: the budget names no non-inferiority margin for this metric")
 
 
 def test_holm_on_known_inputs():

@@ -1,6 +1,7 @@
 """Verdicts by paired t-tests seed by seed and non-inferiority against a margin, the sharing table's failed-run
 rule, the report files, and a report written from kept records alone in a process without TensorFlow, on made-up
 results (and on the committed small run's records)."""
+import dataclasses
 import json
 import math
 import os
@@ -138,7 +139,7 @@ def test_sharing_judges_groups_and_the_downstream_score_and_fails_a_downstream_r
     # A budget that names no margin for a metric does not judge "costs nothing" on it.
     unmargined = sharing.sharing_section(_results(mlm, layers=4, downstream=downstream), baselines)
     assert unmargined["claims"]["attention_sharing_is_free"]["verdict"] == (
-        "not judged: no non-inferiority margin named for this metric before the run")
+        "not judged: the budget names no non-inferiority margin for this metric")
 
 
 def test_sharing_without_grouped_arms_or_with_some_arms_only_judges_what_it_has():
@@ -369,12 +370,14 @@ def test_a_report_is_written_from_the_kept_records_alone(tmp_path):
     baselines = {**BASELINES, "downstream/documents": 0.25}
     section = {"name": "learning_rate", "title": "Learning rate (chosen before the arms)", "table": "| lr |",
                "claims": {}, "arms": {}}
-    path = record_report_inputs(output_dir, budget_for("small"), ["sharing"], results, baselines, "made up",
-                                "no limits", section)
+    budget = dataclasses.replace(budget_for("small"), non_inferiority_margins=(
+        ("masked_lm_accuracy", 0.005), ("downstream", 0.005)), non_inferiority_margins_note="Made up for a test.")
+    path = record_report_inputs(output_dir, budget, ["sharing"], results, baselines, "made up", "no limits", section)
     inputs = read_json(path)
     assert inputs["arms"]["sharing/all/seed2"]["result"] == os.path.join("arms", "sharing", "all", "seed2",
                                                                          "arm_result.json")
     assert inputs["non_inferiority_margins"] == {"masked_lm_accuracy": 0.005, "downstream": 0.005}
+    assert inputs["non_inferiority_margins_note"] == "Made up for a test."
     # Kept files only: the directories' checkpoints and events never existed here.
     paths = write_report_from_records(output_dir)
     report = open(paths["report"], encoding="utf-8").read()
