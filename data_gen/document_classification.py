@@ -23,7 +23,7 @@ Example:
 import os
 from typing import Dict, List, Sequence
 
-from data_gen import _file_io
+from data_gen import file_io
 
 TEXT_FIELD, LABEL_FIELD = "sentence", "label"
 HEADER = (TEXT_FIELD, LABEL_FIELD)
@@ -39,7 +39,7 @@ def read_text_documents(path: str) -> List[List[str]]:
     `path` may be local or a URL (gs://, s3://, hdfs://, ram://), read through tf.io.gfile.
     """
     documents, current = [], []
-    with _file_io.open_text_for_reading(path) as handle:
+    with file_io.open_text_for_reading(path) as handle:
         for line in handle:
             line = line.strip()
             if line:
@@ -55,9 +55,9 @@ def read_text_documents(path: str) -> List[List[str]]:
 def write_rows(path: str, rows: Sequence[Sequence[str]]) -> None:
     """Writes HEADER and `rows` as TSV to `path`, whole or not at all (a temporary name, then a rename)."""
     temporary = path + ".incomplete"
-    with _file_io.open_text_for_writing(temporary) as handle:
+    with file_io.open_text_for_writing(temporary) as handle:
         handle.write("".join("\t".join(row) + "\n" for row in [HEADER, *rows]))
-    _file_io.replace(temporary, path)
+    file_io.replace(temporary, path)
 
 
 def write_document_classification_set(input_file: str, output_dir: str, num_documents: int) -> Dict[str, int]:
@@ -76,7 +76,7 @@ def write_document_classification_set(input_file: str, output_dir: str, num_docu
         for position, sentence in enumerate(documents[index][:length]):
             split = "dev" if position % DEV_EVERY == DEV_EVERY - 1 else "train"
             rows[split].append((sentence.replace("\t", " "), str(label)))
-    _file_io.makedirs(output_dir)
+    file_io.makedirs(output_dir)
     for split, split_rows in rows.items():
         write_rows(os.path.join(output_dir, SPLIT_FILES[split]), split_rows)
     return {"documents": num_documents, "sentences_per_document": length, "train": len(rows["train"]),

@@ -3,7 +3,8 @@ path through the standard library.
 
 For a local file the two are the same bytes; the standard library keeps TensorFlow out of the tools that do not
 otherwise need it (the built-in corpus, the vocabulary), which would pay seconds and hundreds of MB to import it.
-Text is UTF-8 and read with universal newlines either way, as `open` reads it.
+Text is UTF-8 and read with universal newlines either way, as `open` reads it. The pretraining writers write a
+file under its `hidden_incomplete_path` and rename it when it is complete.
 
 Example:
 >>> import os, tempfile
@@ -17,6 +18,8 @@ Example:
 ['one\\n', 'two\\n']
 >>> file_size(path), is_file(path), glob_files(os.path.join(os.path.dirname(path), "*.txt")) == [path]
 (9, True, True)
+>>> hidden_incomplete_path("gs://bucket/out/train.tfrecord")
+'gs://bucket/out/.train.tfrecord.incomplete'
 """
 
 import glob
@@ -104,3 +107,10 @@ def copy(source: str, destination: str) -> None:
         _gfile().copy(source, destination, overwrite=True)
     else:
         shutil.copyfile(source, destination)
+
+
+def hidden_incomplete_path(path: str) -> str:
+    """The hidden name `path` is written under until it is complete, beside it."""
+    # Hidden, so that globs over the final names never pick up a half-written file.
+    directory, name = os.path.split(path)
+    return os.path.join(directory, f".{name}.incomplete")

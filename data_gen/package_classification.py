@@ -3,7 +3,7 @@ which of K Python packages a held-out docstring sentence comes from, as `sentenc
 albert_tf.tasks.text_classification reads (data_gen.labeled_text, text_field "sentence", label_field "label").
 
 It is built from held-out text (one sentence per line, a blank line between documents) that no arm pretrained on,
-and its packages file (a line per document: data_gen.corpora.write_corpus's `holdout_packages_path`):
+and its packages file (a line per document: data_gen.pretraining.corpora.write_corpus's `holdout_packages_path`):
 - the K packages with the most held-out sentences (a tie: the name first in sort order) are the classes;
 - a package's documents are taken whole, in the order of a hash of their text, until they hold
   `max_sentences_per_package` sentences (the last one cut), so that the largest packages do not make up most of
@@ -31,12 +31,12 @@ import hashlib
 import os
 from typing import Dict, List, Sequence, Tuple
 
-from data_gen import _file_io
+from data_gen import file_io
 from data_gen.document_classification import SPLIT_FILES, read_text_documents, write_rows
 
 
 def read_packages(path: str) -> List[str]:
-    with _file_io.open_text_for_reading(path) as handle:
+    with file_io.open_text_for_reading(path) as handle:
         return [line.strip() for line in handle if line.strip()]
 
 
@@ -69,7 +69,7 @@ def write_package_classification_set(text_file: str, packages_file: str, output_
     packages = read_packages(packages_file)
     if len(packages) != len(documents):
         raise ValueError(f"{packages_file} names {len(packages)} packages for the {len(documents)} documents of "
-                         f"{text_file}; write both again with data_gen.corpora.write_corpus.")
+                         f"{text_file}; write both again with data_gen.pretraining.corpora.write_corpus.")
     by_package: Dict[str, List[List[str]]] = {}
     for package, sentences in zip(packages, documents):
         by_package.setdefault(package, []).append(sentences)
@@ -85,7 +85,7 @@ def write_package_classification_set(text_file: str, packages_file: str, output_
     for label, package in enumerate(classes):
         for split, sentences in zip(("dev", "train"), splits[package]):
             rows[split].extend((sentence.replace("\t", " "), str(label)) for sentence in sentences)
-    _file_io.makedirs(output_dir)
+    file_io.makedirs(output_dir)
     for split, split_rows in rows.items():
         write_rows(os.path.join(output_dir, SPLIT_FILES[split]), split_rows)
     return {"classes": classes, "train": len(rows["train"]), "dev": len(rows["dev"]),

@@ -22,17 +22,18 @@ import random
 from typing import Dict, List, Sequence, Union
 
 from albert_tf.tokenization import AlbertTokenizer
-from data_gen import _file_io
-from data_gen._instances import InstanceOptions, SpecialIds, _make_instance, instance_to_example_bytes
-from data_gen.create_pretraining_data import _Block, _BlockReader, _Segment
+from data_gen import file_io
+from data_gen.pretraining.block_reader import BlockReader
+from data_gen.pretraining.blocks import Block, Segment
+from data_gen.pretraining.instances import InstanceOptions, SpecialIds, instance_to_example_bytes, make_instance
 
 TASKS = ("sop", "nsp")
 
 
 def _read_documents(path: str, tokenizer: AlbertTokenizer) -> List[List[List[int]]]:
     """The file's documents as lists of packed-token sentences, read as create_pretraining_data reads text."""
-    block = _Block(0, (_Segment(path, 0, _file_io.file_size(path), 1),))
-    return _BlockReader(tokenizer, "text", "text").read(block, collections.Counter())
+    block = Block(0, (Segment(path, 0, file_io.file_size(path), 1),))
+    return BlockReader(tokenizer, "text", "text").read(block, collections.Counter())
 
 
 def _consecutive_pairs(document: Sequence[List[int]], max_num_tokens: int, rng: random.Random):
@@ -94,7 +95,7 @@ def write_sentence_pair_eval_set(input_file: str, output_file: str, tokenizer: U
                 start = rng.randint(0, max(0, len(other_tokens) - len(tokens_b)))
                 pairs = [(tokens_a, tokens_b, False), (tokens_a, other_tokens[start:start + len(tokens_b)], True)]
             for first, second, label in pairs:
-                instance = _make_instance(list(first), list(second), label, options, special_ids, rng, ngram_rng)
+                instance = make_instance(list(first), list(second), label, options, special_ids, rng, ngram_rng)
                 records.append(instance_to_example_bytes(instance, max_seq_length, max_predictions_per_seq))
                 counts[f"label_{int(label)}"] += 1
                 counts["masked_lm_predictions"] += len(instance.masked_lm_ids)
@@ -103,10 +104,10 @@ def write_sentence_pair_eval_set(input_file: str, output_file: str, tokenizer: U
         raise ValueError(f"{input_file}: no document has two sentences, so there is no {task} pair to write.")
     directory = os.path.dirname(output_file)
     if directory:
-        _file_io.makedirs(directory)
+        file_io.makedirs(directory)
     temporary = output_file + ".incomplete"
     with tf.io.TFRecordWriter(temporary) as writer:
         for record in records:
             writer.write(record)
-    _file_io.replace(temporary, output_file)
+    file_io.replace(temporary, output_file)
     return {key: counts[key] for key in ("pairs", "label_0", "label_1", "masked_lm_predictions")}

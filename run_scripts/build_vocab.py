@@ -2,7 +2,7 @@
 
 from absl import flags, logging
 
-from data_gen import build_vocab
+from data_gen.pretraining import build_vocab
 from run_scripts import entry
 
 FLAGS = flags.FLAGS

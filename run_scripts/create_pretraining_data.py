@@ -9,7 +9,7 @@ the same command skips finished shards.
 from absl import app, flags, logging
 
 from albert_tf.tokenization import AlbertTokenizer
-from data_gen import create_pretraining_data as cpd
+from data_gen.pretraining import create_pretraining_data as cpd
 from run_scripts import entry
 from run_scripts.original_flags import define_original_flags
 from run_scripts.tokenizer_flags import define_digit_comma_rule_flag

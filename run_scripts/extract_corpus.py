@@ -7,7 +7,7 @@ the documents goes to a second file for evaluation.
 
 from absl import app, flags, logging
 
-from data_gen import corpora
+from data_gen.pretraining import corpora
 from run_scripts import entry
 
 FLAGS = flags.FLAGS

@@ -17,7 +17,7 @@ import tensorflow as tf
 
 from albert_tf import AlbertConfig
 from albert_tf.checkpoints.tf1_names import model_variable_map
-from data_gen import build_vocab
+from data_gen.pretraining import build_vocab
 
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 TOY_SCRIPT = os.path.join(REPO_ROOT, "tests", "_toy_training.py")

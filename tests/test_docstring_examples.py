@@ -13,7 +13,7 @@ import data_gen
 MODULES = sorted(name for package in (albert_tf, data_gen)
                  for _, name, _ in pkgutil.walk_packages(package.__path__, package.__name__ + "."))
 # Their examples run a benchmark or build a corpus: seconds each.
-SLOW_MODULES = ("albert_tf.benchmarking", "data_gen.corpora")
+SLOW_MODULES = ("albert_tf.benchmarking", "data_gen.pretraining.corpora")
 
 
 @pytest.mark.parametrize("module_name", [pytest.param(name, marks=pytest.mark.slow) if name in SLOW_MODULES else name

@@ -107,8 +107,9 @@ def test_beams_setup_file_staging_builds_the_sdist_its_workers_install(tmp_path)
         names = {name.split("/", 1)[1] for name in archive.getnames() if "/" in name}
     for needed in ("setup.py", "pyproject.toml", "requirements.txt", "requirements-beam.txt", "requirements-onnx.txt",
                    "albert_tf/__init__.py",
-                   "albert_tf/tokenization.py", "data_gen/beam_pipeline.py", "data_gen/create_pretraining_data.py",
-                   "data_gen/_instances.py", "data_gen/tfrecord_framing.py", "run_scripts/create_pretraining_data.py"):
+                   "albert_tf/tokenization.py", "data_gen/file_io.py", "data_gen/pretraining/beam_pipeline.py",
+                   "data_gen/pretraining/create_pretraining_data.py", "data_gen/pretraining/instances.py",
+                   "data_gen/pretraining/tfrecord_framing.py", "run_scripts/create_pretraining_data.py"):
         assert needed in names, f"{needed} is missing from the sdist {sdist}"
     assert not [name for name in names if name.startswith("tests/")]
 
@@ -116,13 +117,13 @@ def test_beams_setup_file_staging_builds_the_sdist_its_workers_install(tmp_path)
     installed = _run(sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--no-index",
                      "--no-build-isolation", "--target", str(target), sdist, cwd=tmp_path)
     assert installed.returncode == 0, installed.stderr
-    worker = ("import sys, data_gen.beam_pipeline, data_gen.tfrecord_framing\n"
-              "print(data_gen.beam_pipeline.__file__, 'tensorflow' in sys.modules)\n")
+    worker = ("import sys, data_gen.pretraining.beam_pipeline, data_gen.pretraining.tfrecord_framing\n"
+              "print(data_gen.pretraining.beam_pipeline.__file__, 'tensorflow' in sys.modules)\n")
     worker_path = os.pathsep.join([str(target), BEAM_PACKAGES])
     imported = subprocess.run([sys.executable, "-c", worker], cwd=tmp_path, capture_output=True, text=True,
                               timeout=300, env={**os.environ, "PYTHONPATH": worker_path})
     assert imported.returncode == 0, imported.stderr[-3000:]
-    assert imported.stdout.split() == [str(target / "data_gen" / "beam_pipeline.py"), "False"]
+    assert imported.stdout.split() == [str(target / "data_gen" / "pretraining" / "beam_pipeline.py"), "False"]
 
 
 def test_the_hub_extra_installs_what_loading_a_tf_hub_module_needs_at_the_tested_versions():

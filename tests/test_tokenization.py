@@ -9,7 +9,7 @@ import pytest
 import sentencepiece as spm
 
 from albert_tf.tokenization import AlbertTokenizer, encode_pieces, load_wordpiece_vocab, preprocess_text
-from data_gen import build_vocab
+from data_gen.pretraining import build_vocab
 from tests import helpers, original_albert
 
 

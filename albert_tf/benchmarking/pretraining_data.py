@@ -44,7 +44,7 @@ def write_synthetic_corpus(path: str, num_documents: int, seed: int = 0,
 
 _MEASURE_CHILD = """
 import json, sys
-from data_gen.create_pretraining_data import create_pretraining_data, output_shard_paths
+from data_gen.pretraining.create_pretraining_data import create_pretraining_data, output_shard_paths
 arguments = json.loads(sys.argv[1])
 output_files = output_shard_paths(arguments.pop("output_file"), arguments.pop("num_output_shards"))
 summary = create_pretraining_data(arguments.pop("input_files"), output_files, arguments.pop("spm_model_file"),

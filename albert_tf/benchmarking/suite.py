@@ -85,9 +85,9 @@ def run_benchmarks(options: BenchmarkOptions) -> Tuple[List[dict], List[dict]]:
 def data_workload_records(settings: BenchmarkSettings, workloads: Sequence[str], data: DataWorkloadOptions,
                           work_dir: str, measure: Callable[..., dict] = measure_throughput) -> List[dict]:
     """create_pretraining_data on a synthetic corpus, then the pretraining reader over its shards."""
-    from data_gen import build_vocab
-    from data_gen import create_pretraining_data as cpd
-    from data_gen.pretraining_input import make_pretraining_dataset
+    from data_gen.pretraining import build_vocab
+    from data_gen.pretraining import create_pretraining_data as cpd
+    from data_gen.pretraining.input_pipeline import make_pretraining_dataset
 
     corpus = write_synthetic_corpus(os.path.join(work_dir, "corpus.txt"), data.corpus_documents)
     spm_model_file = build_vocab.train_sentencepiece([corpus], os.path.join(work_dir, "spm"),

@@ -24,8 +24,8 @@ from absl import logging
 
 from albert_tf.experiments.budgets import Budget
 from albert_tf.experiments.json_files import read_json, write_json
-from data_gen import build_vocab, corpora
-from data_gen.create_pretraining_data import create_pretraining_data, output_shard_paths
+from data_gen.pretraining import build_vocab, corpora
+from data_gen.pretraining.create_pretraining_data import create_pretraining_data, output_shard_paths
 from data_gen.document_classification import read_text_documents
 from data_gen.sentence_pair_eval import write_sentence_pair_eval_set
 
@@ -39,7 +39,8 @@ class PretrainingData:
     original generator's held-out SOP records, the pure, balanced held-out sets by task ("sop", "nsp"), the
     held-out text, and where the downstream score's held-out document classification set goes (written by
     albert_tf.experiments.downstream when an experiment fine-tunes its arms); with the built-in corpus, the
-    package of each held-out document (a line each, data_gen.corpora.write_corpus's holdout_packages_path)."""
+    package of each held-out document (a line each, data_gen.pretraining.corpora.write_corpus's
+    holdout_packages_path)."""
 
     spm_model_file: str
     train_patterns: Dict[str, str]

@@ -30,7 +30,7 @@ from albert_tf.experiments.report_inputs import record_report_inputs
 from albert_tf.experiments.runner import run_arms
 from albert_tf.experiments.stopping import stop_on_sigterm, stopped_during
 from albert_tf.experiments.write_report import write_report_in_child
-from data_gen.pretraining_input import masked_lm_majority_baseline, sentence_order_majority_baseline
+from data_gen.pretraining.input_pipeline import masked_lm_majority_baseline, sentence_order_majority_baseline
 
 # The experiments that train arms: name -> the arms of a budget's model (their sections are written from the kept
 # records, albert_tf.experiments.kept_records).

@@ -47,7 +47,7 @@ from albert_tf.models.param_count import encoder_parameters
 from albert_tf.tasks.pretraining import Pretraining, PretrainingOptions
 from albert_tf.training.compile_choice import cpu_model_name, step_code_fingerprint
 from albert_tf.training.summaries import read_scalars
-from data_gen.pretraining_input import pretraining_dataset_fn
+from data_gen.pretraining.input_pipeline import pretraining_dataset_fn
 
 ARM_RESULT_NAME = "arm_result.json"
 # Held-out batches the block transitions are measured on.

@@ -2,7 +2,7 @@
 
 `run_pretraining` trains on TFRecords from create_pretraining_data and evaluates every checkpoint, as
 `run_scripts.run_pretraining` does; `Pretraining` is the run itself, for callers that bring their own dataset
-functions (the demo, albert_tf/tasks/quickstart.py). The records are read by data_gen.pretraining_input.
+functions (the demo, albert_tf/tasks/quickstart.py). The records are read by data_gen.pretraining.input_pipeline.
 
 Usage (it needs pretraining records, so it is not run here):
 
@@ -33,7 +33,7 @@ from albert_tf.training.pretraining_losses import pretraining_loss, pretraining_
 from albert_tf.training.settings import TrainingSettings, enable_determinism, set_mixed_precision
 from albert_tf.training.summaries import write_scalars
 from albert_tf.training.trainer import Trainer
-from data_gen.pretraining_input import pretraining_dataset_fn
+from data_gen.pretraining.input_pipeline import pretraining_dataset_fn
 
 BEST_METRIC = "masked_lm_accuracy"
 EVAL_KEYS = ("loss", "masked_lm_accuracy", "masked_lm_loss", "sentence_order_accuracy", "sentence_order_loss")

@@ -25,10 +25,10 @@ from absl import logging
 from albert_tf.config import AlbertConfig
 from albert_tf.tasks.pretraining import Pretraining, PretrainingOptions
 from albert_tf.tokenization import AlbertTokenizer
-from data_gen import build_vocab, corpora
-from data_gen.create_pretraining_data import create_pretraining_data, output_shard_paths
-from data_gen.pretraining_input import (masked_lm_majority_baseline, pretraining_dataset_fn,
-                                        sentence_order_majority_baseline)
+from data_gen.pretraining import build_vocab, corpora
+from data_gen.pretraining.create_pretraining_data import create_pretraining_data, output_shard_paths
+from data_gen.pretraining.input_pipeline import (masked_lm_majority_baseline, pretraining_dataset_fn,
+                                                 sentence_order_majority_baseline)
 
 DEMO_MODEL = dict(embedding_size=128, hidden_size=192, num_hidden_layers=4, num_attention_heads=4,
                   intermediate_size=768, max_position_embeddings=512, hidden_dropout_prob=0.0,

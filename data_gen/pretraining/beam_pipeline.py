@@ -1,7 +1,7 @@
 """create_pretraining_data's pending shards written by an Apache Beam pipeline, byte-identical to the local run.
 
 The launcher plans the blocks exactly as the local path does; the pipeline then runs the local path's own
-per-block, per-pass record generation (`create_pretraining_data._generate_pass_records`) where Beam puts it:
+per-block, per-pass record generation (`pass_records.generate_pass_records`) where Beam puts it:
 
 1. Fragments. One element per block: its worker reads and tokenizes the block once and writes, for each dupe
    pass, the pass's framed records as the fragment `block-BBBBBBB-pass-PPP.tfrecord` in a hidden fragment
@@ -15,7 +15,7 @@ per-block, per-pass record generation (`create_pretraining_data._generate_pass_r
    fragment directory.
 
 No step depends on the runner, the worker count, the bundling or the order in which elements arrive, so the
-bytes are the local run's. Records are framed by `data_gen.tfrecord_framing` and all files go through Beam's
+bytes are the local run's. Records are framed by `tfrecord_framing` and all files go through Beam's
 FileSystems: a worker never imports TensorFlow. Beam's WriteToTFRecord would not keep the record order.
 
 Example:
@@ -33,9 +33,12 @@ import uuid
 from typing import BinaryIO, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple
 
 from albert_tf.tokenization import AlbertTokenizer
-from data_gen import create_pretraining_data as cpd
-from data_gen import tfrecord_framing
-from data_gen._instances import InstanceOptions, SpecialIds
+from data_gen.pretraining import tfrecord_framing
+from data_gen.pretraining.block_reader import BlockReader
+from data_gen.pretraining.blocks import Block, plan_shards
+from data_gen.pretraining.instances import InstanceOptions, SpecialIds
+from data_gen.pretraining.job_summary import shard_summary, summary_totals, write_summary
+from data_gen.pretraining.pass_records import generate_pass_records
 
 __all__ = ["BeamJob", "pipeline_arguments", "write_pending_shards"]
 
@@ -94,12 +97,12 @@ class _FragmentWriter:
 
     def __init__(self, job: BeamJob):
         self.job = job
-        self._reader: Optional[cpd._BlockReader] = None
+        self._reader: Optional[BlockReader] = None
 
     def __getstate__(self):
         return {"job": self.job, "_reader": None}  # the tokenizer is rebuilt on each worker
 
-    def __call__(self, block: cpd._Block) -> Iterator[Tuple[int, Tuple[int, int, Dict[str, int]]]]:
+    def __call__(self, block: Block) -> Iterator[Tuple[int, Tuple[int, int, Dict[str, int]]]]:
         shard = block.index % len(self.job.output_files)
         documents = None
         for dupe_pass in range(self.job.options.dupe_factor):
@@ -112,15 +115,15 @@ class _FragmentWriter:
                     documents = self._block_reader().read(block, read_stats)
                 if dupe_pass == 0:  # reading counts once per block, on its first pass, as the local path
                     stats.update(read_stats)
-                records = cpd._generate_pass_records(documents, block.index, dupe_pass, self.job.options,
-                                                     self.job.special_ids, self.job.random_seed, stats)
+                records = generate_pass_records(documents, block.index, dupe_pass, self.job.options,
+                                                self.job.special_ids, self.job.random_seed, stats)
                 counts = dict(stats)
                 _write_atomically(_counts_path(path), [json.dumps(counts).encode()])
                 # Framed one by one into the file: joined first, the pass's records would be in memory twice.
                 _write_atomically(path, map(tfrecord_framing.frame_record, records))
             yield shard, (dupe_pass, block.index, counts)
 
-    def _block_reader(self) -> cpd._BlockReader:
+    def _block_reader(self) -> BlockReader:
         if self._reader is None:
             with tempfile.TemporaryDirectory(prefix="albert_vocabulary_") as directory:
                 # The tokenizer reads a URL with tf.io.gfile, which a worker never imports: it reads a local copy,
@@ -129,8 +132,8 @@ class _FragmentWriter:
                                             vocab_file=_local_copy(self.job.vocab_file, directory),
                                             do_lower_case=self.job.do_lower_case,
                                             digit_comma_rule=self.job.digit_comma_rule)
-            self._reader = cpd._BlockReader(tokenizer, self.job.input_format, self.job.json_text_field,
-                                            open_for_reading=_open_for_reading)
+            self._reader = BlockReader(tokenizer, self.job.input_format, self.job.json_text_field,
+                                       open_for_reading=_open_for_reading)
         return self._reader
 
 
@@ -156,7 +159,7 @@ class _ShardAssembler:
         for task in expected:
             stats.update(by_task[task])
         _write_atomically(self.job.shard_counts_path(shard),
-                          [json.dumps(cpd._shard_summary(path, blocks, stats)).encode()])
+                          [json.dumps(shard_summary(path, blocks, stats)).encode()])
         if FileSystems.exists(path):
             return  # a retried assembly: the shard was renamed into place with these bytes
         temporary = _temporary_path(path)
@@ -182,7 +185,7 @@ def write_pending_shards(beam_pipeline_options: str, tokenizer: AlbertTokenizer,
     from apache_beam.options.pipeline_options import PipelineOptions
 
     pipeline_options = PipelineOptions(pipeline_arguments(beam_pipeline_options))
-    shard_blocks = cpd._plan_shards(input_files, input_format, block_bytes, output_files)
+    shard_blocks = plan_shards(input_files, input_format, block_bytes, output_files)
     fragment_directory = _prepare_fragment_directory(summary_file, summary["settings"])
     special_ids = SpecialIds(tokenizer.cls_id, tokenizer.sep_id, tokenizer.mask_id, tokenizer.vocab_size)
     job = BeamJob(tokenizer.spm_model_file, tokenizer.vocab_file, tokenizer.do_lower_case,
@@ -190,7 +193,7 @@ def write_pending_shards(beam_pipeline_options: str, tokenizer: AlbertTokenizer,
                   fragment_directory, tuple(output_files))
     pending_blocks = [block for shard in pending for block in shard_blocks[shard]]
     # Written before the run, so that a rerun after a failed run checks the settings and resumes it.
-    cpd._write_summary(summary_file, summary)
+    write_summary(summary_file, summary)
     logging.info("Beam: %d blocks x %d passes into %d pending shard(s); fragments in %s", len(pending_blocks),
                  options.dupe_factor, len(pending), fragment_directory)
     with beam.Pipeline(options=pipeline_options) as pipeline:
@@ -206,7 +209,7 @@ def write_pending_shards(beam_pipeline_options: str, tokenizer: AlbertTokenizer,
         with FileSystems.open(job.shard_counts_path(shard)) as handle:
             summary["shards"][shard] = json.loads(handle.read())
         instances += summary["shards"][shard]["instances"]
-    summary["totals"] = cpd._totals(summary["shards"], summary["spooled_undecodable_bytes"])
+    summary["totals"] = summary_totals(summary["shards"], summary["spooled_undecodable_bytes"])
     FileSystems.delete([fragment_directory])
     return instances
 

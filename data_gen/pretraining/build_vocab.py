@@ -14,7 +14,7 @@ from typing import Iterable, List, Sequence, Union
 import sentencepiece as spm
 
 from albert_tf.tokenization import is_url
-from data_gen import _file_io
+from data_gen import file_io
 
 # The original README's spm_train command: pad 0, unk 1, no bos/eos, three control symbols
 # whose ids follow (2, 3, 4), and punctuation kept as whole pieces.
@@ -30,7 +30,7 @@ def expand_input_files(patterns: Union[str, Sequence[str]], flag_name: str = "--
     files = []
     for pattern in patterns:
         pattern = pattern.strip()
-        matches = _file_io.glob_files(pattern)
+        matches = file_io.glob_files(pattern)
         if not matches:
             raise FileNotFoundError(f"{flag_name}: no file matches {pattern!r}.")
         files.extend(matches)
@@ -53,15 +53,15 @@ def train_sentencepiece(input_files: Iterable[str], model_prefix: str, vocab_siz
     """
     input_files = list(input_files)
     for path in input_files:
-        if not _file_io.is_file(path):
+        if not file_io.is_file(path):
             raise FileNotFoundError(f"Vocabulary input {path!r} does not exist.")
-        if _file_io.file_size(path) == 0:
+        if file_io.file_size(path) == 0:
             raise ValueError(f"Vocabulary input {path!r} is empty.")
     if vocab_size <= len(CONTROL_SYMBOLS) + len(USER_DEFINED_SYMBOLS) + 2:
         raise ValueError(f"--vocab_size={vocab_size} is too small to hold the special and user-defined symbols.")
     directory = os.path.dirname(model_prefix)
     if directory:
-        _file_io.makedirs(directory)
+        file_io.makedirs(directory)
     logging.info("Training a %d-piece SentencePiece model on %d file(s) -> %s.model",
                  vocab_size, len(input_files), model_prefix)
     with tempfile.TemporaryDirectory(prefix="albert_build_vocab_") as scratch:
@@ -90,7 +90,7 @@ def train_sentencepiece(input_files: Iterable[str], model_prefix: str, vocab_siz
             _record_given_paths(local_prefix + ".model", input_files, model_prefix)
         if local_prefix != model_prefix:
             for extension in (".model", ".vocab"):
-                _file_io.copy(local_prefix + extension, model_prefix + extension)
+                file_io.copy(local_prefix + extension, model_prefix + extension)
     return model_prefix + ".model"
 
 
@@ -115,5 +115,5 @@ def _local_copy(path: str, scratch: str, index: int) -> str:
         return path
     copy = os.path.join(scratch, f"input-{index:05d}-{os.path.basename(path)}")
     logging.info("Copying %s to %s for SentencePiece, which reads local files only", path, copy)
-    _file_io.copy(path, copy)
+    file_io.copy(path, copy)
     return copy

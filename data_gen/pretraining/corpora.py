@@ -40,7 +40,7 @@ import warnings
 from typing import Dict, Iterator, List, Optional, Sequence, Tuple
 
 from albert_tf.tokenization import is_url
-from data_gen import _file_io
+from data_gen import file_io
 
 TEST_DIRECTORY_NAMES = frozenset({"test", "tests", "idle_test"})
 MIN_PROSE_CHARACTER_FRACTION = 0.8
@@ -322,11 +322,11 @@ def write_corpus(path: str, include_site_packages: bool = False, holdout_fractio
     except BaseException:
         for split, handle in handles.items():
             handle.close()
-            _file_io.remove(_incomplete_path(outputs[split]))
+            file_io.remove(_incomplete_path(outputs[split]))
         raise
     for split, handle in handles.items():
         handle.close()
-        _file_io.replace(_incomplete_path(outputs[split]), outputs[split])
+        file_io.replace(_incomplete_path(outputs[split]), outputs[split])
     stats.update(split_counts)
     logging.info("Wrote %d documents to %s%s", stats["train_documents"], path,
                  f" and {stats['holdout_documents']} to {holdout_path}" if holdout_path else "")
@@ -346,5 +346,5 @@ def _incomplete_path(path: str) -> str:
 def _open_for_atomic_write(path: str):
     directory = os.path.dirname(path) if is_url(path) else os.path.dirname(os.path.abspath(path))
     if directory:
-        _file_io.makedirs(directory)
-    return _file_io.open_text_for_writing(_incomplete_path(path))
+        file_io.makedirs(directory)
+    return file_io.open_text_for_writing(_incomplete_path(path))

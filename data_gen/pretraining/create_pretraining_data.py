@@ -1,6 +1,6 @@
 """Raw text -> ALBERT pretraining TFRecords (masked-LM + sentence-order instances), streamed and parallel.
 
-Instances follow google-research/albert create_pretraining_data.py exactly (see `data_gen/_instances.py`);
+Instances follow google-research/albert create_pretraining_data.py exactly (see `instances.py`);
 what differs is how the corpus is walked, so that memory stays bounded and output is reproducible:
 
 - Blocks instead of one corpus. The original reads every document into memory, shuffles them, makes
@@ -23,6 +23,10 @@ what differs is how the corpus is walked, so that memory stays bounded and outpu
   a file also ends a document), JSON lines (a document per line, its text field split into sentences at
   line breaks) and a prepared tensorflow-datasets text dataset, spooled once to local JSON lines.
 - Undecodable bytes are replaced by U+FFFD and counted; the original failed on them.
+
+This module runs the job on local processes; its parts, which the Apache Beam pipeline (beam_pipeline.py) runs
+too, are the modules beside it: blocks.py plans the blocks, block_reader.py reads one, pass_records.py turns a
+block pass into records and job_summary.py keeps the summary.
 """
 
 import collections
@@ -31,43 +35,33 @@ import concurrent.futures
 import dataclasses
 import gc
 import hashlib
-import io
 import itertools
 import json
 import logging
-import math
 import multiprocessing
 import os
 import queue
-import random
 import shutil
 import tempfile
 import time
-from typing import BinaryIO, Callable, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple, Union
+from typing import Dict, Iterator, List, Optional, Sequence, Tuple, Union
 
-from albert_tf.tokenization import (DEFAULT_DIGIT_COMMA_RULE, AlbertTokenizer, gfile_lines, is_url,
-                                    read_vocabulary_file)
-from data_gen._instances import (FEATURE_NAMES, InstanceOptions, SpecialIds, TrainingInstance,
-                                 create_instances_from_document, create_masked_lm_predictions,
-                                 instance_to_example_bytes, is_start_piece_sentencepiece, is_start_piece_wordpiece,
-                                 pack_token, truncate_seq_pair)
+from albert_tf.tokenization import DEFAULT_DIGIT_COMMA_RULE, AlbertTokenizer, is_url
+from data_gen.file_io import hidden_incomplete_path
+from data_gen.pretraining.block_reader import BlockReader, decode_utf8
+from data_gen.pretraining.blocks import PROGRESS_LOG_SECONDS, Block, plan_shards
+from data_gen.pretraining.instances import InstanceOptions, SpecialIds
+from data_gen.pretraining.job_summary import (job_settings, resume_summary, shard_summary, summary_totals,
+                                              write_summary)
+from data_gen.pretraining.pass_records import generate_pass_records
 
-__all__ = ["FEATURE_NAMES", "INPUT_FORMATS", "InstanceOptions", "SpecialIds", "TrainingInstance",
-           "create_instances_from_document", "create_masked_lm_predictions", "create_pretraining_data",
-           "instance_to_example_bytes", "output_shard_paths", "pack_token", "summary_path_for",
-           "truncate_seq_pair"]
+__all__ = ["DEFAULT_BLOCK_BYTES", "INPUT_FORMATS", "create_pretraining_data", "output_shard_paths",
+           "summary_path_for"]
 
 INPUT_FORMATS = ("text", "jsonl", "tfds")
 DEFAULT_BLOCK_BYTES = 4 << 20
 _SHARD_SUFFIX = "-%05d-of-%05d"
 _SPOOL_PART_BYTES = 256 << 20
-# tf.io.gfile reads line by line slowly (a Python call per line), so the planner reads chunks and splits them;
-# a chunk is copied about four times while it is split, so it stays small (16 MiB chunks cost the launcher 99 MB).
-_READ_CHUNK_BYTES = 1 << 20
-_PROGRESS_SECONDS = 10.0
-# Below this many documents a block is too small a pool for the random segment B and the document shuffle.
-_FEW_DOCUMENTS_PER_BLOCK = 20
-_LABEL_MEANING = "next_sentence_labels: 0 = segments in order, 1 = swapped (SOP) or random B (NSP)"
 
 
 # Output names.
@@ -109,245 +103,17 @@ def summary_path_for(output_files: Sequence[str]) -> str:
     return base + ".summary.json"
 
 
-# Input and output paths are anything tf.io.gfile opens (local, gs://, s3://, hdfs://, ram://). The Beam
-# pipeline's workers, which never import TensorFlow, give the block reader Beam's FileSystems instead.
-
-def _gfile_open_for_reading(path: str) -> BinaryIO:
-    import tensorflow as tf
-
-    return tf.io.gfile.GFile(path, "rb")
-
-
-def _file_size(path: str) -> int:
-    import tensorflow as tf
-
-    return tf.io.gfile.stat(path).length
-
-
-def _lines(handle: BinaryIO) -> Iterator[bytes]:
-    """The lines of an open binary file, each with its b"\\n" (the last one maybe without), read in large chunks."""
-    rest = b""
-    while chunk := handle.read(_READ_CHUNK_BYTES):
-        data = rest + chunk
-        end = data.rfind(b"\n") + 1
-        rest = data[end:]
-        yield from io.BytesIO(data[:end])
-    if rest:
-        yield rest
-
-
-def _incomplete_path(path: str) -> str:
-    # Hidden, so that globs over the shard names never pick up a half-written shard.
-    directory, name = os.path.split(path)
-    return os.path.join(directory, f".{name}.incomplete")
-
-
-# Blocks: whole documents cut from the input in order.
-
-@dataclasses.dataclass(frozen=True)
-class _Segment:
-    path: str
-    start: int
-    end: int
-    first_line: int
-
-
-@dataclasses.dataclass(frozen=True)
-class _Block:
-    index: int
-    segments: Tuple[_Segment, ...]
-    # As the scanner counts them; the reader's exact blank-line test can only find more.
-    num_documents: int = dataclasses.field(default=0, compare=False)
-
-    @property
-    def num_bytes(self) -> int:
-        return sum(segment.end - segment.start for segment in self.segments)
-
-
-def _plan_blocks(input_files: Sequence[str], input_format: str, block_bytes: int, num_shards: int) -> List[_Block]:
-    """Blocks of about `block_bytes` of text; smaller blocks when needed to give every shard at least one."""
-    total_bytes = sum(_file_size(path) for path in input_files)
-    budget = max(1, min(block_bytes, math.ceil(total_bytes / num_shards)))
-    while True:
-        blocks = _scan_blocks(input_files, input_format, budget)
-        if len(blocks) >= num_shards or budget == 1:
-            return blocks
-        budget = max(1, budget // 2)
-
-
-def _scan_blocks(input_files: Sequence[str], input_format: str, budget: int) -> List[_Block]:
-    """One pass over the bytes: a block closes at the first document boundary after `budget` bytes.
-
-    A document boundary is a line with only ASCII whitespace (text) or any line end (JSON lines); the
-    end of a file ends a document too. Readers apply the exact blank-line test later, which only ever
-    finds more boundaries inside a block, never fewer.
-    """
-    blocks: List[_Block] = []
-    segments: List[_Segment] = []
-    block_size = block_documents = 0
-    block_has_document = False
-    scanned_bytes, last_log = 0, time.time()
-    for path in input_files:
-        segment_start, segment_line, offset, line_number = 0, 1, 0, 0
-        file_documents = 0
-        in_document = False
-        with _gfile_open_for_reading(path) as handle:
-            for line in _lines(handle):
-                offset += len(line)
-                line_number += 1
-                if line_number % 1_000_000 == 0 and time.time() - last_log >= _PROGRESS_SECONDS:
-                    logging.info("Planning: %d blocks in the first %.0f MB", len(blocks),
-                                 (scanned_bytes + offset) / 1e6)
-                    last_log = time.time()
-                block_size += len(line)
-                blank = not line.strip()
-                if input_format == "text":
-                    if not blank:
-                        in_document = block_has_document = True
-                        continue
-                    if in_document:
-                        file_documents += 1
-                        block_documents += 1
-                        in_document = False
-                elif not blank:
-                    file_documents += 1
-                    block_documents += 1
-                    block_has_document = True
-                if block_has_document and block_size >= budget:
-                    segments.append(_Segment(path, segment_start, offset, segment_line))
-                    blocks.append(_Block(len(blocks), tuple(segments), block_documents))
-                    segments, block_size, block_documents, block_has_document = [], 0, 0, False
-                    segment_start, segment_line = offset, line_number + 1
-        if in_document:
-            file_documents += 1
-            block_documents += 1
-        if file_documents == 0:
-            raise ValueError(f"Input file {path!r} holds no documents: it is empty or blank.")
-        if offset > segment_start:
-            segments.append(_Segment(path, segment_start, offset, segment_line))
-        scanned_bytes += offset
-    if segments and block_has_document:
-        blocks.append(_Block(len(blocks), tuple(segments), block_documents))
-    elif segments and blocks:
-        blocks[-1] = _Block(blocks[-1].index, blocks[-1].segments + tuple(segments),
-                            blocks[-1].num_documents + block_documents)
-    return blocks
-
-
-# Reading a block into tokenized documents (runs in the workers).
-
-@dataclasses.dataclass
-class _BlockReader:
-    tokenizer: AlbertTokenizer
-    input_format: str
-    json_text_field: str
-    open_for_reading: Callable[[str], BinaryIO] = _gfile_open_for_reading
-    start_piece_cache: Dict[str, bool] = dataclasses.field(default_factory=dict)
-
-    def read(self, block: _Block, stats: collections.Counter) -> List[List[List[int]]]:
-        documents: List[List[List[int]]] = []
-        for segment in block.segments:
-            with self.open_for_reading(segment.path) as handle:
-                handle.seek(segment.start)
-                data = handle.read(segment.end - segment.start)
-            if self.input_format == "text":
-                self._read_text(data, documents, stats)
-            else:
-                self._read_json_lines(data, segment, documents, stats)
-        stats["documents"] += len(documents)
-        return documents
-
-    def _read_text(self, data: bytes, documents: list, stats: collections.Counter) -> None:
-        # "\r\n" and "\r\r\n" endings read as "\n", and a bare "\r" joins the text around it.
-        document: List[List[int]] = []
-        for raw_line in gfile_lines(data):
-            sentence = self.tokenizer.normalize(_decode(raw_line, stats))
-            if not sentence:
-                if document:
-                    documents.append(document)
-                document = []
-                continue
-            self._append_sentence(sentence, document, stats)
-        if document:
-            documents.append(document)
-
-    def _read_json_lines(self, data: bytes, segment: _Segment, documents: list, stats: collections.Counter) -> None:
-        for line_offset, raw_line in enumerate(_split_lines(data)):
-            line = _decode(raw_line, stats)
-            if not line.strip():
-                continue
-            where = f"{segment.path}:{segment.first_line + line_offset}"
-            try:
-                record = json.loads(line)
-            except json.JSONDecodeError as error:
-                raise ValueError(f"{where} is not a JSON object ({error.msg}); JSON lines input needs one "
-                                 "object per line.") from None
-            text = record.get(self.json_text_field) if isinstance(record, dict) else None
-            if not isinstance(text, str):
-                found = f"its fields: {sorted(record)}" if isinstance(record, dict) else type(record).__name__
-                raise ValueError(f"{where} has no string field {self.json_text_field!r} (--json_text_field); "
-                                 f"{found}.")
-            document: List[List[int]] = []
-            for sentence_line in text.replace("\r\n", "\n").replace("\r", "\n").split("\n"):
-                sentence = self.tokenizer.normalize(sentence_line)
-                if sentence:
-                    self._append_sentence(sentence, document, stats)
-            if document:
-                documents.append(document)
-
-    def _append_sentence(self, sentence: str, document: list, stats: collections.Counter) -> None:
-        pieces = self.tokenizer.tokenize_normalized(sentence)
-        if not pieces:
-            return
-        ids = self.tokenizer.convert_tokens_to_ids(pieces)
-        document.append([pack_token(token_id, self._is_start_piece(piece)) for token_id, piece in zip(ids, pieces)])
-        stats["sentences"] += 1
-        stats["tokens"] += len(pieces)
-
-    def _is_start_piece(self, piece: str) -> bool:
-        cached = self.start_piece_cache.get(piece)
-        if cached is None:
-            rule = is_start_piece_sentencepiece if self.tokenizer.uses_sentencepiece else is_start_piece_wordpiece
-            cached = self.start_piece_cache[piece] = rule(piece)
-        return cached
-
-
-def _split_lines(data: bytes) -> List[bytes]:
-    lines = data.split(b"\n")
-    if lines and not lines[-1]:
-        lines.pop()
-    return lines
-
-
-def _decode(data: bytes, stats: collections.Counter) -> str:
-    """UTF-8 with each undecodable byte run replaced by U+FFFD (as errors="replace"), counting the bytes."""
-    try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError:
-        pass
-    pieces, position = [], 0
-    while True:
-        try:
-            pieces.append(data[position:].decode("utf-8"))
-            return "".join(pieces)
-        except UnicodeDecodeError as error:
-            pieces.append(data[position:position + error.start].decode("utf-8"))
-            pieces.append("\ufffd")
-            stats["undecodable_bytes"] += error.end - error.start
-            position += error.end
-
-
-# One pass over one block -> serialized records (runs in the workers).
+# Block passes in worker processes, and the token cache their later passes read.
 
 @dataclasses.dataclass(frozen=True)
 class _Task:
-    block: _Block
+    block: Block
     dupe_pass: int
 
 
 @dataclasses.dataclass
 class _WorkerContext:
-    reader: _BlockReader
+    reader: BlockReader
     options: InstanceOptions
     special_ids: SpecialIds
     random_seed: int
@@ -357,11 +123,11 @@ class _WorkerContext:
         documents, read_stats = self._documents(task.block)
         # Reading counts once per block, on its first pass.
         stats = collections.Counter(read_stats if task.dupe_pass == 0 else {})
-        records = _generate_pass_records(documents, task.block.index, task.dupe_pass, self.options,
-                                         self.special_ids, self.random_seed, stats)
+        records = generate_pass_records(documents, task.block.index, task.dupe_pass, self.options,
+                                        self.special_ids, self.random_seed, stats)
         return task, records, dict(stats)
 
-    def _documents(self, block: _Block) -> Tuple[List[List[List[int]]], Dict[str, int]]:
+    def _documents(self, block: Block) -> Tuple[List[List[List[int]]], Dict[str, int]]:
         """The block's tokenized documents: read once, then cached on disk for its other passes."""
         stats: collections.Counter = collections.Counter()
         if self.token_cache_directory is None:
@@ -410,36 +176,6 @@ def _load_documents(path: str) -> Tuple[List[List[List[int]]], Dict[str, int]]:
 
 def _differences(cumulative: List[int]) -> List[int]:
     return [end - start for start, end in zip([0] + cumulative[:-1], cumulative)]
-
-
-def _seed(random_seed: int, block_index: int, stream: str) -> int:
-    digest = hashlib.sha256(f"{random_seed}/{block_index}/{stream}".encode()).digest()
-    return int.from_bytes(digest[:8], "big")
-
-
-def _generate_pass_records(documents: List[List[List[int]]], block_index: int, dupe_pass: int,
-                           options: InstanceOptions, special_ids: SpecialIds, random_seed: int,
-                           stats: collections.Counter) -> List[bytes]:
-    """One of the original's dupe_factor passes over a block: instances of every document, shuffled.
-
-    The documents are shuffled once per block (the same order in every pass, as the original shuffles
-    its corpus once); each pass draws from its own seeded streams.
-    """
-    documents = list(documents)
-    random.Random(_seed(random_seed, block_index, "documents")).shuffle(documents)
-    rng = random.Random(_seed(random_seed, block_index, f"instances/{dupe_pass}"))
-    ngram_rng = random.Random(_seed(random_seed, block_index, f"ngrams/{dupe_pass}"))
-    records = []
-    for document_index in range(len(documents)):
-        for instance in create_instances_from_document(documents, document_index, options, special_ids, rng,
-                                                       ngram_rng):
-            records.append(instance_to_example_bytes(instance, options.max_seq_length,
-                                                     options.max_predictions_per_seq))
-            stats["masked_lm_predictions"] += len(instance.masked_lm_positions)
-            stats[f"next_sentence_label_{int(instance.is_random_next)}"] += 1
-    rng.shuffle(records)
-    stats["instances"] += len(records)
-    return records
 
 
 _WORKER: Optional[_WorkerContext] = None  # set once per worker process by the pool initializer
@@ -562,7 +298,7 @@ def _spool_tfds(name: str, data_dir: Optional[str], split: str, text_feature: st
                     handle.close()
                 files.append(os.path.join(spool_dir, f"part-{len(files):05d}.jsonl"))
                 handle = open(files[-1], "w", encoding="utf-8")
-            text = _decode(example[text_feature], stats)
+            text = decode_utf8(example[text_feature], stats)
             handle.write(json.dumps({"text": text}, ensure_ascii=False) + "\n")
             if count % 100_000 == 0:
                 logging.info("Spooled %d %s examples (%.0f/s)", count, name, count / (time.time() - start))
@@ -599,8 +335,8 @@ def create_pretraining_data(input_files: Union[str, Sequence[str], None], output
     (text per block), `summary_file` (default `summary_path_for(output_files)`), `digit_comma_rule` (for a model
     path: `albert_tf.tokenization.DIGIT_COMMA_RULES`, default the original's; an AlbertTokenizer brings its own)
     and `beam_pipeline_options`: a comma list of Beam options without dashes (e.g. "runner=DataflowRunner,
-    project=...") that writes the same bytes with an Apache Beam pipeline (`data_gen.beam_pipeline`) instead of
-    local processes; it excludes `num_workers`.
+    project=...") that writes the same bytes with an Apache Beam pipeline (`beam_pipeline`) instead of local
+    processes; it excludes `num_workers`.
 
     Example:
     >>> summary = create_pretraining_data("corpus.txt", output_shard_paths("out/train.tfrecord", 4),
@@ -631,9 +367,9 @@ def create_pretraining_data(input_files: Union[str, Sequence[str], None], output
             raise ValueError("--input_format=tfds needs --tfds_name (e.g. wikipedia/20230601.en).")
     else:
         input_files = _expand_input_files(input_files, input_format)
-    settings = _settings(input_files, input_format, json_text_field, tfds_name, tfds_split, tfds_text_feature,
-                         tokenizer, options, random_seed, block_bytes, output_files)
-    summary = _resume_summary(summary_file, settings, output_files)
+    settings = job_settings(input_files, input_format, json_text_field, tfds_name, tfds_split, tfds_text_feature,
+                            tokenizer, options, random_seed, block_bytes, output_files)
+    summary = resume_summary(summary_file, settings, output_files)
     pending = [shard for shard, stats in enumerate(summary["shards"]) if stats is None]
     if len(pending) < len(output_files):
         logging.info("Keeping %d finished shard(s) listed in %s", len(output_files) - len(pending), summary_file)
@@ -647,7 +383,7 @@ def create_pretraining_data(input_files: Union[str, Sequence[str], None], output
                 tfds_name, tfds_data_dir, tfds_split, tfds_text_feature, os.path.join(work_directory, "tfds_spool"))
             reader_format, text_field = "jsonl", "text"
         if beam_pipeline_options is not None:
-            from data_gen import beam_pipeline  # the beam extra: only this path needs it
+            from data_gen.pretraining import beam_pipeline  # the beam extra: only this path needs it
 
             instances_written = beam_pipeline.write_pending_shards(
                 beam_pipeline_options, tokenizer, reader_format, text_field, options, random_seed, input_files,
@@ -658,7 +394,7 @@ def create_pretraining_data(input_files: Union[str, Sequence[str], None], output
                 token_cache_directory = os.path.join(work_directory, "tokens")
                 os.makedirs(token_cache_directory, exist_ok=True)
             special_ids = SpecialIds(tokenizer.cls_id, tokenizer.sep_id, tokenizer.mask_id, tokenizer.vocab_size)
-            context = _WorkerContext(_BlockReader(tokenizer, reader_format, text_field), options, special_ids,
+            context = _WorkerContext(BlockReader(tokenizer, reader_format, text_field), options, special_ids,
                                      random_seed, token_cache_directory)
             instances_written = _write_pending_shards(context, input_files, output_files, pending, summary,
                                                       summary_file, block_bytes, num_workers)
@@ -666,7 +402,7 @@ def create_pretraining_data(input_files: Union[str, Sequence[str], None], output
     summary["complete"] = True
     summary["seconds"] = round(time.time() - start_time, 3)
     summary["instances_per_second"] = round(instances_written / max(summary["seconds"], 1e-9), 1)
-    _write_summary(summary_file, summary)
+    write_summary(summary_file, summary)
     totals = summary["totals"]
     logging.info("%d instances from %d documents in %d shard(s), %d written in %.1f s; summary %s",
                  totals["instances"], totals["documents"], len(output_files), instances_written, summary["seconds"],
@@ -729,7 +465,7 @@ def _write_pending_shards(context: _WorkerContext, input_files: Sequence[str], o
     A shard holds pass 1 over all its blocks, then pass 2, and so on, as the original's dupe_factor
     passes: the copies of a document (differently masked) lie a pass apart, not side by side.
     """
-    shard_blocks = _plan_shards(input_files, context.reader.input_format, block_bytes, output_files)
+    shard_blocks = plan_shards(input_files, context.reader.input_format, block_bytes, output_files)
     shard_tasks = {shard: [_Task(block, dupe_pass) for dupe_pass in range(context.options.dupe_factor)
                            for block in shard_blocks[shard]] for shard in pending}
     tasks = [task for shard in pending for task in shard_tasks[shard]]
@@ -738,42 +474,13 @@ def _write_pending_shards(context: _WorkerContext, input_files: Sequence[str], o
         results = _ordered_results(context, tasks, pool, num_workers)
         for shard in pending:
             summary["shards"][shard] = _write_shard(output_files[shard], shard_tasks[shard], results, progress)
-            summary["totals"] = _totals(summary["shards"], summary["spooled_undecodable_bytes"])
-            _write_summary(summary_file, summary)
+            summary["totals"] = summary_totals(summary["shards"], summary["spooled_undecodable_bytes"])
+            write_summary(summary_file, summary)
             progress.shard_done()
             if context.token_cache_directory is not None:
                 for block in shard_blocks[shard]:
                     os.remove(_token_cache_path(context.token_cache_directory, block.index))
     return progress.instances
-
-
-def _plan_shards(input_files: Sequence[str], input_format: str, block_bytes: int,
-                 output_files: Sequence[str]) -> List[List[_Block]]:
-    """The blocks of each output shard: block b goes to shard b % len(output_files), in ascending order."""
-    logging.info("Planning blocks over %d input file(s) for %d shard(s)", len(input_files), len(output_files))
-    blocks = _plan_blocks(input_files, input_format, block_bytes, len(output_files))
-    logging.info("Planned %d blocks (%.1f MB of text)", len(blocks), sum(block.num_bytes for block in blocks) / 1e6)
-    shard_blocks = [blocks[shard::len(output_files)] for shard in range(len(output_files))]
-    empty_shards = [output_files[shard] for shard, assigned in enumerate(shard_blocks) if not assigned]
-    if empty_shards:
-        logging.warning("%d shard(s) get no documents (the input has %d document blocks): %s",
-                        len(empty_shards), len(blocks), ", ".join(empty_shards[:5]))
-    _warn_of_small_blocks(blocks, len(output_files))
-    return shard_blocks
-
-
-def _warn_of_small_blocks(blocks: Sequence[_Block], num_shards: int) -> None:
-    """Warns when splitting the input so that every shard gets a block left blocks of few documents."""
-    total_documents = sum(block.num_documents for block in blocks)
-    small = [block for block in blocks if block.num_documents < _FEW_DOCUMENTS_PER_BLOCK]
-    if len(blocks) > 1 and small and total_documents >= _FEW_DOCUMENTS_PER_BLOCK:
-        logging.warning(
-            "%d of %d blocks hold fewer than %d documents (the fewest: %d), because the input's %d documents are "
-            "split so that each of the %d output shards gets a block. Segment B of a one-segment chunk (and "
-            "with random_next_sentence any random B) comes from another document of the same block, or from "
-            "the same document in a block of one; write fewer output shards to draw from more documents.",
-            len(small), len(blocks), _FEW_DOCUMENTS_PER_BLOCK, min(block.num_documents for block in small),
-            total_documents, num_shards)
 
 
 def _prepare_work_directory(summary_file: str, settings: dict) -> str:
@@ -802,7 +509,7 @@ def _write_shard(path: str, tasks: Sequence[_Task], results: Iterator, progress:
     directory = os.path.dirname(path)
     if directory:
         tf.io.gfile.makedirs(directory)
-    temporary = _incomplete_path(path)
+    temporary = hidden_incomplete_path(path)
     stats: collections.Counter = collections.Counter()
     with tf.io.TFRecordWriter(temporary) as writer:
         for task in tasks:
@@ -814,28 +521,7 @@ def _write_shard(path: str, tasks: Sequence[_Task], results: Iterator, progress:
             stats.update(task_stats)
             progress.task_done(task.block.num_bytes, task_stats)
     tf.io.gfile.rename(temporary, path, overwrite=True)
-    return _shard_summary(path, {task.block for task in tasks}, stats)
-
-
-def _shard_summary(path: str, blocks: Iterable[_Block], stats: Dict[str, int]) -> dict:
-    """A shard's entry in the summary: its path, blocks, text bytes and counts."""
-    blocks = set(blocks)
-    shard = {"path": path, "blocks": len(blocks), "text_bytes": sum(block.num_bytes for block in blocks)}
-    shard.update({key: stats.get(key, 0) for key in _COUNTS})
-    return shard
-
-
-_COUNTS = ("documents", "sentences", "tokens", "instances", "masked_lm_predictions", "next_sentence_label_0",
-           "next_sentence_label_1", "undecodable_bytes")
-
-
-def _totals(shards: Sequence[Optional[dict]], spooled_undecodable_bytes: int) -> dict:
-    done = [shard for shard in shards if shard is not None]
-    totals = {key: sum(shard[key] for shard in done) for key in _COUNTS}
-    totals["undecodable_bytes"] += spooled_undecodable_bytes
-    totals["shards_written"] = len(done)
-    totals["blocks"] = sum(shard["blocks"] for shard in done)
-    return totals
+    return shard_summary(path, {task.block for task in tasks}, stats)
 
 
 class _Progress:
@@ -851,7 +537,7 @@ class _Progress:
         self.done_bytes += num_bytes
         self.documents += stats.get("documents", 0)
         self.instances += stats.get("instances", 0)
-        if time.time() - self.last_log >= _PROGRESS_SECONDS:
+        if time.time() - self.last_log >= PROGRESS_LOG_SECONDS:
             self.log()
 
     def shard_done(self) -> None:
@@ -870,61 +556,4 @@ class _Progress:
                      self.shards, self.total_shards, self.documents, self.instances, self.instances / elapsed,
                      100 * fraction, eta)
 
-
-# Settings and resuming.
-
-def _settings(input_files, input_format, json_text_field, tfds_name, tfds_split, tfds_text_feature,
-              tokenizer: AlbertTokenizer, options: InstanceOptions, random_seed, block_bytes, output_files) -> dict:
-    vocabulary_sha256 = hashlib.sha256(read_vocabulary_file(tokenizer.source)).hexdigest()
-    source = ({"tfds_name": tfds_name, "tfds_split": tfds_split, "tfds_text_feature": tfds_text_feature}
-              if input_format == "tfds" else
-              {"input_files": [[path, _file_size(path)] for path in input_files],
-               "json_text_field": json_text_field if input_format == "jsonl" else None})
-    return {"input_format": input_format, **source,
-            "tokenizer": {"file": tokenizer.source, "sha256": vocabulary_sha256,
-                          "sentencepiece": tokenizer.uses_sentencepiece, "do_lower_case": tokenizer.do_lower_case,
-                          "digit_comma_rule": tokenizer.digit_comma_rule},
-            **dataclasses.asdict(options), "random_seed": random_seed, "block_bytes": block_bytes,
-            "output_files": list(output_files)}
-
-
-def _resume_summary(summary_file: str, settings: dict, output_files: Sequence[str]) -> dict:
-    """The summary to continue: the previous one when its settings match; finished shards are kept."""
-    import tensorflow as tf
-
-    existing = [path for path in output_files if tf.io.gfile.exists(path)]
-    previous = None
-    if tf.io.gfile.exists(summary_file):
-        with tf.io.gfile.GFile(summary_file, "r") as handle:
-            previous = json.load(handle)
-    if existing and previous is None:
-        raise FileExistsError(f"Output {existing[0]!r} exists but its summary {summary_file!r} does not, so its "
-                              "settings cannot be checked; delete the old outputs or restore the summary.")
-    if previous is not None and existing and previous.get("settings") != settings:
-        changed = sorted(key for key in set(settings) | set(previous.get("settings", {}))
-                         if settings.get(key) != previous.get("settings", {}).get(key))
-        raise ValueError(f"Outputs such as {existing[0]!r} were written with other settings ({', '.join(changed)} "
-                         f"differ, see {summary_file!r}); delete them or write elsewhere.")
-    shards: List[Optional[dict]] = [None] * len(output_files)
-    spooled_undecodable_bytes = 0
-    if previous is not None and existing:
-        spooled_undecodable_bytes = previous.get("spooled_undecodable_bytes", 0)
-        for shard, path in enumerate(output_files):
-            if path in existing:
-                shards[shard] = previous["shards"][shard]
-    return {"complete": False, "settings": settings, "label_meaning": _LABEL_MEANING,
-            "totals": _totals(shards, spooled_undecodable_bytes),
-            "spooled_undecodable_bytes": spooled_undecodable_bytes, "shards": shards}
-
-
-def _write_summary(summary_file: str, summary: dict) -> None:
-    import tensorflow as tf
-
-    directory = os.path.dirname(summary_file)
-    if directory:
-        tf.io.gfile.makedirs(directory)
-    temporary = _incomplete_path(summary_file)
-    with tf.io.gfile.GFile(temporary, "w") as handle:
-        handle.write(json.dumps(summary, indent=1) + "\n")
-    tf.io.gfile.rename(temporary, summary_file, overwrite=True)
 

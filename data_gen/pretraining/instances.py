@@ -195,16 +195,17 @@ def create_instances_from_document(documents: Sequence[Sequence[Sequence[int]]],
                 is_random_next = False
                 tokens_b = [token for sentence in current_chunk[a_end:] for token in sentence]
             truncate_seq_pair(tokens_a, tokens_b, max_num_tokens, rng)
-            instances.append(_make_instance(tokens_a, tokens_b, is_random_next, options, special_ids, rng,
-                                            ngram_rng))
+            instances.append(make_instance(tokens_a, tokens_b, is_random_next, options, special_ids, rng,
+                                           ngram_rng))
             current_chunk = []
             current_length = 0
         i += 1
     return instances
 
 
-def _make_instance(tokens_a: List[int], tokens_b: List[int], is_random_next: bool, options: InstanceOptions,
-                   special_ids: SpecialIds, rng: random.Random, ngram_rng: random.Random) -> TrainingInstance:
+def make_instance(tokens_a: List[int], tokens_b: List[int], is_random_next: bool, options: InstanceOptions,
+                  special_ids: SpecialIds, rng: random.Random, ngram_rng: random.Random) -> TrainingInstance:
+    """[CLS] A [SEP] B [SEP] from two segments of packed tokens, with its masked-LM targets drawn from `rng`."""
     ids = [special_ids.cls_id] + [token >> 1 for token in tokens_a] + [special_ids.sep_id]
     ids += [token >> 1 for token in tokens_b] + [special_ids.sep_id]
     starts = [True] + [bool(token & 1) for token in tokens_a] + [True]

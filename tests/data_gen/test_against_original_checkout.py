@@ -21,8 +21,9 @@ from albert_tf import AlbertConfig, AlbertMultipleChoice
 from albert_tf.checkpoints.loading import load_weights
 from albert_tf.tasks import finetuning
 from albert_tf.tokenization import AlbertTokenizer
-from data_gen import create_pretraining_data as pretraining_data
 from data_gen import race
+from data_gen.pretraining import create_pretraining_data as pretraining_data
+from data_gen.pretraining.pass_records import pass_seed
 from tests import helpers, original_albert
 from tests.helpers import random_inputs, tiny_config_values
 
@@ -51,7 +52,7 @@ def corpus_and_model(tmp_path_factory):
 
 def _stream(random_seed, name):
     """Our generator's stream `name` of block 0."""
-    return random.Random(pretraining_data._seed(random_seed, 0, name))
+    return random.Random(pass_seed(random_seed, 0, name))
 
 
 class _OneGeneratorAsOurStreams:

@@ -1,5 +1,6 @@
 """The held-out package classification (data_gen/package_classification.py) and the packages file the corpus writes
-beside its held-out text (data_gen/corpora.py), read back as albert_tf.tasks.text_classification reads them."""
+beside its held-out text (data_gen/pretraining/corpora.py), read back as albert_tf.tasks.text_classification reads
+them."""
 import collections
 
 import pytest

@@ -11,7 +11,7 @@ from albert_tf.experiments.budgets import budget_for
 from albert_tf.experiments.pretraining_data import DATA_RECORD_NAME, check_data_record, data_record
 from albert_tf.experiments.reproduce import EXPERIMENTS
 from albert_tf.experiments.runner import ARM_RESULT_NAME, arm_directory, check_step_code, run_arms, trained_by
-from data_gen import build_vocab
+from data_gen.pretraining import build_vocab
 
 
 def _write(path, text):

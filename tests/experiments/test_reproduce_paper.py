@@ -14,7 +14,7 @@ import pytest
 from albert_tf.experiments import speed
 from albert_tf.experiments.reproduce import EXPERIMENT_NAMES, EXPERIMENTS, ReproduceOptions, check_run_identity
 from albert_tf.experiments.runner import ARM_RESULT_NAME, HELD_OUT_CURVE_POINTS
-from data_gen import corpora
+from data_gen.pretraining import corpora
 from tests.helpers import REPO_ROOT, run_script, sigterm_on_log_line, start_script
 
 

@@ -12,9 +12,10 @@ import tensorflow as tf
 
 from albert_tf.export.preprocessor import AlbertPreprocessor, export_preprocessor
 from albert_tf.tokenization import SPIECE_UNDERLINE, AlbertTokenizer, preprocess_text
-from data_gen import build_vocab, glue
-from data_gen._instances import (InstanceOptions, SpecialIds, create_instances_from_document,
-                                 instance_to_example_bytes, pack_token)
+from data_gen import glue
+from data_gen.pretraining import build_vocab
+from data_gen.pretraining.instances import (InstanceOptions, SpecialIds, create_instances_from_document,
+                                            instance_to_example_bytes, pack_token)
 from tests import helpers, original_albert
 
 LONG_TEXT = " ".join(f"Word{index % 17} {1000 + index}, café x{index % 10}," for index in range(1500))

@@ -4,7 +4,8 @@ import json
 import random
 
 from albert_tf.config import AlbertConfig
-from data_gen import build_vocab, race
+from data_gen import race
+from data_gen.pretraining import build_vocab
 from data_gen.conll_evaluation import tags_in_scheme
 from tests.helpers import tiny_config_values
 

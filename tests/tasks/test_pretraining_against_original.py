@@ -17,7 +17,7 @@ from albert_tf.checkpoints.writing import save_weights
 from albert_tf.tasks.pretraining import Pretraining, PretrainingOptions
 from albert_tf.training.pretraining_losses import pretraining_loss, pretraining_metric_sums
 from albert_tf.training.trainer import Trainer
-from data_gen.pretraining_input import RECORD_FEATURES, make_pretraining_dataset, pretraining_dataset_fn
+from data_gen.pretraining.input_pipeline import RECORD_FEATURES, make_pretraining_dataset, pretraining_dataset_fn
 from tests import original_albert
 from tests.helpers import tiny_config_values, write_pretraining_records
 

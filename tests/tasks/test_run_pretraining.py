@@ -12,7 +12,7 @@ import tensorflow as tf
 from albert_tf import AlbertPretrainer
 from albert_tf.tasks.pretraining import Pretraining, PretrainingOptions, run_pretraining
 from albert_tf.training.pretraining_losses import pretraining_loss
-from data_gen.pretraining_input import pretraining_dataset_fn
+from data_gen.pretraining.input_pipeline import pretraining_dataset_fn
 from tests import helpers
 from tests.helpers import run_script, write_pretraining_records
 

@@ -1,5 +1,5 @@
-"""data_gen.beam_pipeline: the Beam pipeline writes the local run's bytes, resumes, reads and writes any filesystem,
-and refuses bad options."""
+"""data_gen.pretraining.beam_pipeline: the Beam pipeline writes the local run's bytes, resumes, reads and writes any
+filesystem, and refuses bad options."""
 import json
 import os
 import time
@@ -7,8 +7,10 @@ import time
 import pytest
 import tensorflow as tf
 
-from data_gen import beam_pipeline
-from data_gen import create_pretraining_data as cpd
+from data_gen.pretraining import beam_pipeline
+from data_gen.pretraining import create_pretraining_data as cpd
+from data_gen.pretraining.blocks import plan_shards
+from data_gen.pretraining.instances import InstanceOptions, SpecialIds
 from tests.helpers import REPO_ROOT, run_script, write_corpus
 
 # tests/conftest.py appends .venv/beam to this process's path; `make test` installs it.
@@ -90,15 +92,15 @@ def test_retried_fragments_and_assembly_keep_the_bytes(tmp_path, corpus_file, sp
     """Elements run twice and in any order (as retries and other bundlings do) give the same shards."""
     local_shards, _ = local_run
     tokenizer = cpd._job_tokenizer(spm_model_file, None)
-    options = cpd.InstanceOptions(max_seq_length=JOB["max_seq_length"], dupe_factor=JOB["dupe_factor"],
-                                  max_predictions_per_seq=JOB["max_predictions_per_seq"])
+    options = InstanceOptions(max_seq_length=JOB["max_seq_length"], dupe_factor=JOB["dupe_factor"],
+                              max_predictions_per_seq=JOB["max_predictions_per_seq"])
     outputs = cpd.output_shard_paths(str(tmp_path / "train.tfrecord"), NUM_SHARDS)
-    shard_blocks = cpd._plan_shards([corpus_file], "text", JOB["block_bytes"], outputs)
+    shard_blocks = plan_shards([corpus_file], "text", JOB["block_bytes"], outputs)
     fragment_directory = str(tmp_path / "fragments")
     os.makedirs(fragment_directory)
     job = beam_pipeline.BeamJob(spm_model_file, None, True, tokenizer.digit_comma_rule, "text", "text", options,
-                                cpd.SpecialIds(tokenizer.cls_id, tokenizer.sep_id, tokenizer.mask_id,
-                                               tokenizer.vocab_size), JOB["random_seed"], fragment_directory,
+                                SpecialIds(tokenizer.cls_id, tokenizer.sep_id, tokenizer.mask_id,
+                                           tokenizer.vocab_size), JOB["random_seed"], fragment_directory,
                                 tuple(outputs))
     blocks = [block for assigned in shard_blocks for block in assigned]
     first = [item for block in reversed(blocks) for item in beam_pipeline._FragmentWriter(job)(block)]

@@ -1,11 +1,12 @@
-"""Tests for data_gen/build_vocab.py: the vocabulary's inputs and output on a URL (ram:// stands in for gs://)."""
+"""Tests for data_gen/pretraining/build_vocab.py: the vocabulary's inputs and output on a URL (ram:// stands in for
+gs://)."""
 import tempfile
 
 import pytest
 import tensorflow as tf
 from sentencepiece import sentencepiece_model_pb2
 
-from data_gen import build_vocab
+from data_gen.pretraining import build_vocab
 from tests.helpers import write_corpus
 
 

@@ -1,11 +1,11 @@
-"""Tests for data_gen/corpora.py and run_scripts/extract_corpus.py (the built-in docstring corpus)."""
+"""Tests for data_gen/pretraining/corpora.py and run_scripts/extract_corpus.py (the built-in docstring corpus)."""
 import os
 import sys
 
 import pytest
 import tensorflow as tf
 
-from data_gen import corpora
+from data_gen.pretraining import corpora
 from tests.helpers import run_script
 
 HOLDOUT_FRACTION = 0.05

@@ -16,12 +16,17 @@ import scipy.stats
 import tensorflow as tf
 
 from albert_tf.tokenization import AlbertTokenizer
-from data_gen import create_pretraining_data as cpd
+from data_gen.pretraining import blocks
+from data_gen.pretraining import create_pretraining_data as cpd
+from data_gen.pretraining.instances import (FEATURE_NAMES, InstanceOptions, SpecialIds, TrainingInstance,
+                                            create_instances_from_document, create_masked_lm_predictions,
+                                            instance_to_example_bytes, is_start_piece_sentencepiece, pack_token,
+                                            truncate_seq_pair)
 from tests.helpers import make_number_spm_model, number_texts, run_script, write_corpus
 
 MAX_SEQ_LENGTH = 128
 MAX_PREDICTIONS = 20
-SPECIAL_IDS = cpd.SpecialIds(cls_id=2, sep_id=3, mask_id=4, vocab_size=120)
+SPECIAL_IDS = SpecialIds(cls_id=2, sep_id=3, mask_id=4, vocab_size=120)
 # The smallest p-value a correct implementation may give; fixed seeds make every test deterministic.
 P_VALUE_FLOOR = 1e-3
 
@@ -69,7 +74,7 @@ def test_record_features_names_dtypes_and_lengths(generated):
                    "masked_lm_ids": MAX_PREDICTIONS, "next_sentence_labels": 1}
     for example in examples[:50]:
         features = example.features.feature
-        assert set(features) == set(int_lengths) | {"masked_lm_weights"} == set(cpd.FEATURE_NAMES)
+        assert set(features) == set(int_lengths) | {"masked_lm_weights"} == set(FEATURE_NAMES)
         for name, length in int_lengths.items():
             assert features[name].WhichOneof("kind") == "int64_list"
             assert len(features[name].int64_list.value) == length
@@ -93,10 +98,10 @@ def test_records_parse_with_fixed_length_specs(generated):
 
 def test_serialization_matches_tensorflow_example(generated):
     _, _, examples = generated
-    instance = cpd.TrainingInstance(input_ids=[2, 40, 300, 3, 7, 3], segment_ids=[0, 0, 0, 0, 1, 1],
-                                    token_boundary=[1, 1, 0, 1, 1, 1], masked_lm_positions=[1, 2],
-                                    masked_lm_ids=[41, 9], is_random_next=False)
-    ours = tf.train.Example.FromString(cpd.instance_to_example_bytes(instance, 8, 3))
+    instance = TrainingInstance(input_ids=[2, 40, 300, 3, 7, 3], segment_ids=[0, 0, 0, 0, 1, 1],
+                                token_boundary=[1, 1, 0, 1, 1, 1], masked_lm_positions=[1, 2],
+                                masked_lm_ids=[41, 9], is_random_next=False)
+    ours = tf.train.Example.FromString(instance_to_example_bytes(instance, 8, 3))
     expected = tf.train.Example()
     for name, values in [("input_ids", [2, 40, 300, 3, 7, 3, 0, 0]), ("input_mask", [1] * 6 + [0] * 2),
                          ("segment_ids", [0, 0, 0, 0, 1, 1, 0, 0]), ("token_boundary", [1, 1, 0, 1, 1, 1, 0, 0]),
@@ -105,7 +110,7 @@ def test_serialization_matches_tensorflow_example(generated):
         expected.features.feature[name].int64_list.value.extend(values)
     expected.features.feature["masked_lm_weights"].float_list.value.extend([1.0, 1.0, 0.0])
     assert ours == expected
-    assert len(ours.SerializeToString()) == len(cpd.instance_to_example_bytes(instance, 8, 3))
+    assert len(ours.SerializeToString()) == len(instance_to_example_bytes(instance, 8, 3))
 
 
 def test_layout_cls_a_sep_b_sep_and_segment_ids(generated):
@@ -174,8 +179,8 @@ def _first_span_lengths(favor_shorter_ngram, trials=2000, num_words=400):
     The first candidate is never shortened (the budget is 6 >= 3) nor skipped (nothing is masked yet);
     with 6 masked tokens among 400 another span touches it rarely.
     """
-    options = cpd.InstanceOptions(max_seq_length=num_words + 3, max_predictions_per_seq=6,
-                                  favor_shorter_ngram=favor_shorter_ngram)
+    options = InstanceOptions(max_seq_length=num_words + 3, max_predictions_per_seq=6,
+                              favor_shorter_ngram=favor_shorter_ngram)
     ids = [SPECIAL_IDS.cls_id] + [10] * num_words + [SPECIAL_IDS.sep_id]
     starts = [True] * len(ids)
     lengths = []
@@ -189,8 +194,8 @@ def _first_span_lengths(favor_shorter_ngram, trials=2000, num_words=400):
         first = order[0] + 1
         if first > num_words - 2:
             continue  # an n-gram starting in the last two words is cut short by the sequence end
-        _, positions, _, _ = cpd.create_masked_lm_predictions(ids, starts, (0, len(ids) - 1), options, SPECIAL_IDS,
-                                                              rng, random.Random(10**6 + trial))
+        _, positions, _, _ = create_masked_lm_predictions(ids, starts, (0, len(ids) - 1), options,
+                                                          SPECIAL_IDS, rng, random.Random(10**6 + trial))
         masked = set(positions)
         assert first in masked
         length = 1
@@ -210,14 +215,14 @@ def test_ngram_length_histogram(favor_shorter_ngram, probabilities):
 def test_masking_leaves_the_random_stream_where_the_original_does():
     # Unigrams only: the original shuffles its candidates, draws one to three numbers for each masked
     # token in visiting order, then shuffles the candidates again (for do_permutation, whatever the flag).
-    options = cpd.InstanceOptions(max_seq_length=40, max_predictions_per_seq=5, ngram=1)
+    options = InstanceOptions(max_seq_length=40, max_predictions_per_seq=5, ngram=1)
     ids = [SPECIAL_IDS.cls_id] + list(range(10, 30)) + [SPECIAL_IDS.sep_id] + list(range(30, 45)) + [SPECIAL_IDS.sep_id]
     starts = [True] * len(ids)
     num_candidates = len(ids) - 3
     for seed in range(20):
         rng = random.Random(seed)
-        output, positions, _, _ = cpd.create_masked_lm_predictions(ids, starts, (0, 21, len(ids) - 1), options,
-                                                                   SPECIAL_IDS, rng, random.Random(seed))
+        output, positions, _, _ = create_masked_lm_predictions(ids, starts, (0, 21, len(ids) - 1), options,
+                                                               SPECIAL_IDS, rng, random.Random(seed))
         original = random.Random(seed)
         order = [index for index in range(len(ids)) if index not in (0, 21, len(ids) - 1)]
         original.shuffle(order)
@@ -233,11 +238,11 @@ def test_whole_word_candidates_and_token_boundary():
     # [CLS] w1=(10 11 12) w2=(13) [SEP] w3=(14 15) [SEP]
     ids = [2, 10, 11, 12, 13, 3, 14, 15, 3]
     starts = [True, True, False, False, True, True, True, False, True]
-    options = cpd.InstanceOptions(max_seq_length=12, max_predictions_per_seq=3, masked_lm_prob=0.3)
+    options = InstanceOptions(max_seq_length=12, max_predictions_per_seq=3, masked_lm_prob=0.3)
     words = [{1, 2, 3}, {4}, {6, 7}]
     seen = set()
     for seed in range(200):
-        _, positions, labels, boundary = cpd.create_masked_lm_predictions(
+        _, positions, labels, boundary = create_masked_lm_predictions(
             ids, starts, (0, 5, 8), options, SPECIAL_IDS, random.Random(seed), random.Random(seed + 1))
         assert boundary == [1, 1, 0, 0, 1, 1, 1, 0, 1]
         assert labels == [ids[p] for p in positions]
@@ -245,16 +250,16 @@ def test_whole_word_candidates_and_token_boundary():
         assert all(word <= masked or not word & masked for word in words)  # whole words only
         seen.add(frozenset(masked))
     assert {frozenset({1, 2, 3}), frozenset({4, 6, 7})} <= seen
-    piece_options = cpd.InstanceOptions(max_seq_length=12, max_predictions_per_seq=3, masked_lm_prob=0.3,
-                                        do_whole_word_mask=False)
-    single_pieces = {tuple(cpd.create_masked_lm_predictions(ids, starts, (0, 5, 8), piece_options, SPECIAL_IDS,
-                                                            random.Random(seed), random.Random(seed))[1])
+    piece_options = InstanceOptions(max_seq_length=12, max_predictions_per_seq=3, masked_lm_prob=0.3,
+                                    do_whole_word_mask=False)
+    single_pieces = {tuple(create_masked_lm_predictions(ids, starts, (0, 5, 8), piece_options, SPECIAL_IDS,
+                                                        random.Random(seed), random.Random(seed))[1])
                      for seed in range(200)}
     assert (2,) in single_pieces or any(2 in p and 1 not in p for p in single_pieces)
 
 
 def test_start_piece_rule():
-    starts = {piece: cpd.is_start_piece_sentencepiece(piece)
+    starts = {piece: is_start_piece_sentencepiece(piece)
               for piece in ["▁the", "ing", ",", "-", "90", "<unk>", "é", "'s", "a-b", "▁"]}
     assert starts == {"▁the": True, "ing": False, ",": True, "-": True, "90": True, "<unk>": True, "é": True,
                       "'s": True, "a-b": False, "▁": True}
@@ -265,7 +270,7 @@ def test_start_piece_rule():
 def _packed_document(sentence_lengths, first_id):
     document, next_id = [], first_id
     for length in sentence_lengths:
-        document.append([cpd.pack_token(next_id + k, True) for k in range(length)])
+        document.append([pack_token(next_id + k, True) for k in range(length)])
         next_id += length
     return document
 
@@ -280,7 +285,7 @@ def _segments(instance):
 
 def test_sop_negative_is_the_positive_swapped_and_labels_are_balanced():
     # Each document fits in one chunk, so A + B (label 0) or B + A (label 1) is the whole document.
-    options = cpd.InstanceOptions(max_seq_length=64, max_predictions_per_seq=5, short_seq_prob=0.0)
+    options = InstanceOptions(max_seq_length=64, max_predictions_per_seq=5, short_seq_prob=0.0)
     documents = [_packed_document([3, 4, 2, 5], first_id=10 + 20 * d) for d in range(10)]
     labels = []
     for seed in range(300):
@@ -288,7 +293,8 @@ def test_sop_negative_is_the_positive_swapped_and_labels_are_balanced():
         for index, document in enumerate(documents):
             whole = [token >> 1 for sentence in document for token in sentence]
             boundaries = {sum(len(s) for s in document[:k]) for k in range(1, len(document))}
-            (instance,) = cpd.create_instances_from_document(documents, index, options, SPECIAL_IDS, rng, ngram_rng)
+            (instance,) = create_instances_from_document(documents, index, options, SPECIAL_IDS, rng,
+                                                         ngram_rng)
             a, b = _segments(instance)
             if instance.is_random_next:
                 assert b + a == whole and len(b) in boundaries
@@ -299,12 +305,12 @@ def test_sop_negative_is_the_positive_swapped_and_labels_are_balanced():
 
 
 def test_single_sentence_chunk_takes_b_from_another_document():
-    options = cpd.InstanceOptions(max_seq_length=64, max_predictions_per_seq=5, short_seq_prob=0.0)
+    options = InstanceOptions(max_seq_length=64, max_predictions_per_seq=5, short_seq_prob=0.0)
     documents = [_packed_document([6], first_id=10), _packed_document([4, 4, 4], first_id=100)]
     other = [token >> 1 for sentence in documents[1] for token in sentence]
     for seed in range(50):
-        (instance,) = cpd.create_instances_from_document(documents, 0, options, SPECIAL_IDS, random.Random(seed),
-                                                         random.Random(seed))
+        (instance,) = create_instances_from_document(documents, 0, options, SPECIAL_IDS, random.Random(seed),
+                                                     random.Random(seed))
         a, b = _segments(instance)
         assert instance.is_random_next and a == list(range(10, 16))
         start = other.index(b[0])
@@ -312,13 +318,13 @@ def test_single_sentence_chunk_takes_b_from_another_document():
 
 
 def test_nsp_random_next_puts_unused_sentences_back():
-    options = cpd.InstanceOptions(max_seq_length=64, max_predictions_per_seq=5, short_seq_prob=0.0,
-                                  random_next_sentence=True)
+    options = InstanceOptions(max_seq_length=64, max_predictions_per_seq=5, short_seq_prob=0.0,
+                              random_next_sentence=True)
     documents = [_packed_document([3, 3, 3], first_id=10), _packed_document([5, 5], first_id=100)]
     labels = []
     for seed in range(400):
-        instances = cpd.create_instances_from_document(documents, 0, options, SPECIAL_IDS, random.Random(seed),
-                                                       random.Random(seed))
+        instances = create_instances_from_document(documents, 0, options, SPECIAL_IDS, random.Random(seed),
+                                                   random.Random(seed))
         first_a, first_b = _segments(instances[0])
         if instances[0].is_random_next:
             assert all(token >= 100 for token in first_b)
@@ -334,22 +340,22 @@ def test_truncation_trims_the_longer_side_from_both_ends():
     fronts = backs = 0
     for seed in range(100):
         a, b = list(range(20)), list(range(100, 105))
-        cpd.truncate_seq_pair(a, b, 12, random.Random(seed))
+        truncate_seq_pair(a, b, 12, random.Random(seed))
         assert len(a) + len(b) == 12 and b == list(range(100, 105)) and len(a) == 7
         assert a == list(range(a[0], a[0] + 7))
         fronts += a[0] > 0
         backs += a[-1] < 19
     assert fronts > 20 and backs > 20
     a, b = [1, 2], [3, 4]
-    cpd.truncate_seq_pair(a, b, 3, random.Random(0))
+    truncate_seq_pair(a, b, 3, random.Random(0))
     assert a == [1, 2] and len(b) == 1  # ties trim B
 
 
 def test_long_documents_fill_max_seq_length():
-    options = cpd.InstanceOptions(max_seq_length=32, max_predictions_per_seq=5, short_seq_prob=0.0)
+    options = InstanceOptions(max_seq_length=32, max_predictions_per_seq=5, short_seq_prob=0.0)
     documents = [_packed_document([20] * 12, first_id=10), _packed_document([20] * 12, first_id=500)]
-    instances = cpd.create_instances_from_document(documents, 0, options, SPECIAL_IDS, random.Random(0),
-                                                   random.Random(0))
+    instances = create_instances_from_document(documents, 0, options, SPECIAL_IDS, random.Random(0),
+                                               random.Random(0))
     assert len(instances) >= 5
     assert all(len(instance.input_ids) == 32 for instance in instances)
 
@@ -401,8 +407,8 @@ class _RecordingContext:
 
 
 def _shard_tasks(num_blocks, dupe_factor):
-    blocks = [cpd._Block(index, ()) for index in range(num_blocks)]
-    return [cpd._Task(block, dupe_pass) for block in blocks for dupe_pass in range(dupe_factor)]
+    planned = [blocks.Block(index, ()) for index in range(num_blocks)]
+    return [cpd._Task(block, dupe_pass) for block in planned for dupe_pass in range(dupe_factor)]
 
 
 def _results_through_thread_pool(context, tasks, num_workers):
@@ -449,7 +455,7 @@ def test_rerun_rewrites_only_the_missing_shard(tmp_path, corpus_file, spm_model_
 def test_interrupted_job_resumes_to_the_same_bytes(tmp_path, corpus_file, spm_model_file):
     clean, _ = _run(corpus_file, spm_model_file, str(tmp_path / "clean"), num_workers=1, dupe_factor=3)
     interrupted = str(tmp_path / "interrupted")
-    real_write_summary = cpd._write_summary
+    real_write_summary = cpd.write_summary
     calls = []
 
     def write_then_die(*arguments):
@@ -458,7 +464,7 @@ def test_interrupted_job_resumes_to_the_same_bytes(tmp_path, corpus_file, spm_mo
             raise KeyboardInterrupt  # killed after the second shard was renamed, before it was recorded
         real_write_summary(*arguments)
 
-    with mock.patch.object(cpd, "_write_summary", write_then_die), pytest.raises(KeyboardInterrupt):
+    with mock.patch.object(cpd, "write_summary", write_then_die), pytest.raises(KeyboardInterrupt):
         _run(corpus_file, spm_model_file, interrupted, num_workers=2, dupe_factor=3)
     work = [name for name in os.listdir(interrupted) if name.endswith(".work")]
     assert len(work) == 1 and os.listdir(os.path.join(interrupted, work[0], "tokens"))  # tokenized blocks kept
@@ -492,16 +498,16 @@ def test_ram_filesystem_paths_give_the_local_bytes_and_resume(tmp_path, corpus_f
 
 @pytest.mark.parametrize("data", [b"", b"x", b"\n", b"a\nbb\r\n\n\nccc", b"abc\n" * 5, b"one long line, no end"])
 def test_chunked_lines_are_the_files_lines(monkeypatch, data):
-    monkeypatch.setattr(cpd, "_READ_CHUNK_BYTES", 3)  # lines cross chunk boundaries, and chunks hold no line end
-    assert list(cpd._lines(io.BytesIO(data))) == list(io.BytesIO(data))
+    monkeypatch.setattr(blocks, "_READ_CHUNK_BYTES", 3)  # lines cross chunk boundaries, and chunks hold no line end
+    assert list(blocks._lines(io.BytesIO(data))) == list(io.BytesIO(data))
 
 
 def test_blocks_do_not_depend_on_the_read_chunk(monkeypatch, corpus_file):
-    blocks = cpd._plan_blocks([corpus_file], "text", 4096, 3)
-    monkeypatch.setattr(cpd, "_READ_CHUNK_BYTES", 7)
-    assert cpd._plan_blocks([corpus_file], "text", 4096, 3) == blocks
-    assert [block.num_documents for block in cpd._plan_blocks([corpus_file], "text", 4096, 3)] == [
-        block.num_documents for block in blocks]
+    planned = blocks.plan_blocks([corpus_file], "text", 4096, 3)
+    monkeypatch.setattr(blocks, "_READ_CHUNK_BYTES", 7)
+    assert blocks.plan_blocks([corpus_file], "text", 4096, 3) == planned
+    assert [block.num_documents for block in blocks.plan_blocks([corpus_file], "text", 4096, 3)] == [
+        block.num_documents for block in planned]
 
 
 def _gfile_contents(path):
@@ -552,12 +558,12 @@ def test_blocks_count_their_documents_as_the_reader_finds_them(tmp_path):
     path = tmp_path / "corpus.txt"
     path.write_text("a\nb\n\nc\n \n\nd\ne\n\n\nf\n", encoding="utf-8")
     for budget in (1, 4, 1000):
-        blocks = cpd._scan_blocks([str(path)], "text", budget)
-        assert sum(block.num_documents for block in blocks) == 4
-    assert [block.num_documents for block in cpd._scan_blocks([str(path)], "text", 1)] == [1, 1, 1, 1]
+        planned = blocks._scan_blocks([str(path)], "text", budget)
+        assert sum(block.num_documents for block in planned) == 4
+    assert [block.num_documents for block in blocks._scan_blocks([str(path)], "text", 1)] == [1, 1, 1, 1]
     lines = tmp_path / "docs.jsonl"
     lines.write_text('{"text": "x"}\n\n{"text": "y"}\n{"text": "z"}\n', encoding="utf-8")
-    assert [block.num_documents for block in cpd._scan_blocks([str(lines)], "jsonl", 1000)] == [3]
+    assert [block.num_documents for block in blocks._scan_blocks([str(lines)], "jsonl", 1000)] == [3]
 
 
 # Input formats.

@@ -1,11 +1,12 @@
-"""Tests for data_gen/pretraining_input.py on small TFRecord files written here in the original record format."""
+"""Tests for data_gen/pretraining/input_pipeline.py on small TFRecord files written here in the original record
+format."""
 import os
 
 import numpy as np
 import pytest
 import tensorflow as tf
 
-from data_gen import pretraining_input
+from data_gen.pretraining import input_pipeline
 
 MAX_SEQ_LENGTH = 8
 MAX_PREDICTIONS = 3
@@ -55,7 +56,7 @@ def _write_shards(directory, num_files, records_per_file):
 def _dataset(pattern, **kwargs):
     kwargs.setdefault("batch_size", 4)
     kwargs.setdefault("is_training", False)
-    return pretraining_input.make_pretraining_dataset(
+    return input_pipeline.make_pretraining_dataset(
         pattern, max_seq_length=MAX_SEQ_LENGTH, max_predictions_per_seq=MAX_PREDICTIONS, **kwargs)
 
 
@@ -95,7 +96,7 @@ def test_training_repeats_shuffles_and_keeps_a_static_batch_size(tmp_path):
 
 def test_evaluation_reads_every_record_once_and_keeps_the_last_partial_batch(tmp_path):
     pattern = _write_shards(str(tmp_path), num_files=3, records_per_file=5)
-    dataset = pretraining_input.make_pretraining_eval_dataset(
+    dataset = input_pipeline.make_pretraining_eval_dataset(
         pattern, batch_size=4, max_seq_length=MAX_SEQ_LENGTH, max_predictions_per_seq=MAX_PREDICTIONS)
     sizes = [int(batch["input_word_ids"].shape[0]) for batch in dataset]
     assert sizes == [4, 4, 4, 3]
@@ -107,7 +108,7 @@ def test_evaluation_reads_every_record_once_and_keeps_the_last_partial_batch(tmp
 
 def test_the_sentence_order_baseline_is_the_majority_label_of_every_record(tmp_path):
     def baseline(pattern):
-        return pretraining_input.sentence_order_majority_baseline(
+        return input_pipeline.sentence_order_majority_baseline(
             pattern, max_seq_length=MAX_SEQ_LENGTH, max_predictions_per_seq=MAX_PREDICTIONS, batch_size=4)
 
     # A record's label is its id % 2.
@@ -158,9 +159,9 @@ def test_skipped_batches_are_those_a_run_from_the_start_consumed(tmp_path):
     straight = _record_ids(_dataset(pattern, is_training=True, seed=3), num_batches=12)
     resumed = _record_ids(_dataset(pattern, is_training=True, seed=3, skip_batches=5), num_batches=7)
     assert resumed == straight[5 * 4:]
-    dataset_fn = pretraining_input.pretraining_dataset_fn(pattern, max_seq_length=MAX_SEQ_LENGTH,
-                                                          max_predictions_per_seq=MAX_PREDICTIONS,
-                                                          is_training=True, seed=3)
+    dataset_fn = input_pipeline.pretraining_dataset_fn(pattern, max_seq_length=MAX_SEQ_LENGTH,
+                                                       max_predictions_per_seq=MAX_PREDICTIONS,
+                                                       is_training=True, seed=3)
     assert _record_ids(dataset_fn(None, 4, 5), num_batches=7) == resumed
     # Evaluation: the partial last batch stays last.
     assert _record_ids(_dataset(pattern, skip_batches=4)) == _record_ids(_dataset(pattern))[16:]
@@ -173,21 +174,21 @@ def test_no_matching_file_names_the_pattern(tmp_path):
     present = _write_records(str(tmp_path / "one.tfrecord"), [1])
     with pytest.raises(FileNotFoundError, match="nothing-\\*.tfrecord"):
         _dataset(f"{present},{missing}")
-    assert len(pretraining_input.expand_file_pattern(f"{present}, {present}")) == 1
+    assert len(input_pipeline.expand_file_pattern(f"{present}, {present}")) == 1
     # The order given, as the original's evaluation reads its comma list (a capped evaluation reads the first).
     later = _write_records(str(tmp_path / "a-later.tfrecord"), [2])
-    assert pretraining_input.expand_file_pattern(f"{present},{later}") == [present, later]
+    assert input_pipeline.expand_file_pattern(f"{present},{later}") == [present, later]
 
 
 def test_a_wrong_length_in_the_first_record_fails_before_the_pipeline_is_built(tmp_path):
     path = _write_records(str(tmp_path / "short.tfrecord"), [1, 2])
     with pytest.raises(ValueError, match=f"{path}: feature input_ids has length 8 but max_seq_length=16"):
-        pretraining_input.make_pretraining_dataset(path, batch_size=2, max_seq_length=16,
-                                                   max_predictions_per_seq=MAX_PREDICTIONS, is_training=False)
+        input_pipeline.make_pretraining_dataset(path, batch_size=2, max_seq_length=16,
+                                                max_predictions_per_seq=MAX_PREDICTIONS, is_training=False)
     with pytest.raises(ValueError, match=f"{path}: feature masked_lm_positions has length 3 but "
-                                         "max_predictions_per_seq=5"):
-        pretraining_input.make_pretraining_dataset(path, batch_size=2, max_seq_length=MAX_SEQ_LENGTH,
-                                                   max_predictions_per_seq=5, is_training=True)
+                       "max_predictions_per_seq=5"):
+        input_pipeline.make_pretraining_dataset(path, batch_size=2, max_seq_length=MAX_SEQ_LENGTH,
+                                                max_predictions_per_seq=5, is_training=True)
 
 
 def test_a_missing_or_mistyped_feature_in_the_first_record_is_named(tmp_path):
@@ -197,7 +198,7 @@ def test_a_missing_or_mistyped_feature_in_the_first_record_is_named(tmp_path):
     mistyped = _write_records(str(tmp_path / "mistyped.tfrecord"), [1],
                               change=lambda f: f.update(masked_lm_weights=_int_feature([1, 1, 0])))
     with pytest.raises(ValueError, match=f"{mistyped}: feature masked_lm_weights holds a int64_list but must "
-                                         "hold a float_list"):
+                       "hold a float_list"):
         _dataset(mistyped)
 
 

@@ -1,10 +1,10 @@
-"""data_gen.tfrecord_framing: the TF-free framing equals tf.io.TFRecordWriter's bytes and reads back."""
+"""data_gen.pretraining.tfrecord_framing: the TF-free framing equals tf.io.TFRecordWriter's bytes and reads back."""
 import random
 
 import pytest
 import tensorflow as tf
 
-from data_gen import tfrecord_framing
+from data_gen.pretraining import tfrecord_framing
 
 # tests/conftest.py puts .venv/beam on the path; `make test` installs it.
 pytest.importorskip("google_crc32c", reason="the beam extra is not installed: run `make beam`")
