@@ -1,7 +1,7 @@
 """TF-Hub-style export: the script, and loading by tf.saved_model, Keras 3 TFSMLayer, tensorflow_hub.KerasLayer
 (tf_keras) and saved_model_cli; fine-tuning from the export; a raw-text classifier SavedModel.
 
-The *_SNIPPET constants are read from README.md: the tests run exactly the README's text (shell snippets through
+The *_SNIPPET constants are read from docs/export.md: the tests run exactly the guide's text (shell snippets through
 bash with the variables they name, Python snippets with `export_path` defined).
 """
 import json
@@ -25,23 +25,23 @@ from albert_tf.export.tfhub_encoder import export_hub_modules
 from albert_tf.tokenization import AlbertTokenizer
 from tests.helpers import REPO_ROOT, run_python, run_script, tiny_config
 
-README = os.path.join(REPO_ROOT, "README.md")
+EXPORT_GUIDE = os.path.join(REPO_ROOT, "docs", "export.md")
 
 
-def readme_snippet(name):
-    """The fenced block that follows `<!-- snippet: NAME -->` in README.md, so the README's code is what runs."""
-    with open(README, encoding="utf-8") as handle:
+def guide_snippet(name):
+    """The fenced block that follows `<!-- snippet: NAME -->` in docs/export.md, so the guide's code is what runs."""
+    with open(EXPORT_GUIDE, encoding="utf-8") as handle:
         text = handle.read()
     match = re.search(r"<!-- snippet: " + re.escape(name) + r" -->\n```[a-z]*\n(.*?)```", text, re.DOTALL)
-    assert match, f"README.md has no snippet {name!r}"
+    assert match, f"docs/export.md has no snippet {name!r}"
     return match.group(1)
 
 
-EXPORT_SNIPPET = readme_snippet("export")
-LOAD_SNIPPET = readme_snippet("saved_model_load")
-TFSM_LAYER_SNIPPET = readme_snippet("tfsm_layer")
-HUB_KERAS_LAYER_SNIPPET = readme_snippet("hub_keras_layer")
-SAVED_MODEL_CLI_SNIPPET = readme_snippet("saved_model_cli")
+EXPORT_SNIPPET = guide_snippet("export")
+LOAD_SNIPPET = guide_snippet("saved_model_load")
+TFSM_LAYER_SNIPPET = guide_snippet("tfsm_layer")
+HUB_KERAS_LAYER_SNIPPET = guide_snippet("hub_keras_layer")
+SAVED_MODEL_CLI_SNIPPET = guide_snippet("saved_model_cli")
 
 INPUT_NAMES = ("input_word_ids", "input_mask", "input_type_ids")
 # Softmax ignores a bias added to every key, so its gradient is zero up to rounding.
