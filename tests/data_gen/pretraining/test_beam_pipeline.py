@@ -211,19 +211,19 @@ def test_num_workers_with_beam_options_is_refused(tmp_path, corpus_file, spm_mod
     assert not os.listdir(tmp_path)
 
 
-def _readme_dataflow_options():
-    """The README's Dataflow --beam_pipeline_options values, their shell line continuations joined."""
-    with open(os.path.join(REPO_ROOT, "README.md"), encoding="utf-8") as handle:
+def _guide_dataflow_options():
+    """The pretraining-data guide's Dataflow --beam_pipeline_options values, their line continuations joined."""
+    with open(os.path.join(REPO_ROOT, "docs", "pretraining-data.md"), encoding="utf-8") as handle:
         text = handle.read().replace("\\\n", "")
     prefix = '--beam_pipeline_options="runner=DataflowRunner'
     return [line[len('--beam_pipeline_options="'):line.index('"', len(prefix))]
             for line in text.splitlines() if line.startswith(prefix)]
 
 
-def test_the_readmes_dataflow_options_are_beam_options():
+def test_the_guides_dataflow_options_are_beam_options():
     from apache_beam.options.pipeline_options import GoogleCloudOptions, PipelineOptions, SetupOptions, StandardOptions
 
-    setup_file, extra_package = _readme_dataflow_options()
+    setup_file, extra_package = _guide_dataflow_options()
     for value in (setup_file, extra_package):
         options = PipelineOptions(beam_pipeline.pipeline_arguments(value))
         assert options.view_as(StandardOptions).runner == "DataflowRunner"
