@@ -1,6 +1,6 @@
 """The held-out document classification set that the reproduction fine-tunes every arm on: which of K documents
 a sentence comes from, as `sentence<TAB>label` TSV files that albert_tf.tasks.text_classification reads
-(data_gen.labeled_text, text_field "sentence", label_field "label").
+(data_gen.readers.labeled_text, text_field "sentence", label_field "label").
 
 It is built from held-out text (one sentence per line, a blank line between documents) that no arm pretrained on:
 the K documents with the most sentences (the first in the file on a tie), each cut to the K-th one's length so that

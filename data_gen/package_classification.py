@@ -1,6 +1,6 @@
 """The held-out package classification that the reproduction's medium budget fine-tunes and probes every arm on:
 which of K Python packages a held-out docstring sentence comes from, as `sentence<TAB>label` TSV files that
-albert_tf.tasks.text_classification reads (data_gen.labeled_text, text_field "sentence", label_field "label").
+albert_tf.tasks.text_classification reads (data_gen.readers.labeled_text, text_field "sentence", label_field "label").
 
 It is built from held-out text (one sentence per line, a blank line between documents) that no arm pretrained on,
 and its packages file (a line per document: data_gen.pretraining.corpora.write_corpus's `holdout_packages_path`):

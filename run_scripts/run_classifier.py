@@ -11,7 +11,7 @@ from absl import flags
 
 from albert_tf.tasks.text_classification import TextClassificationOptions, run_text_classification
 from albert_tf.training import host_allocator
-from data_gen.labeled_text import FILE_FORMATS
+from data_gen.readers.labeled_text import FILE_FORMATS
 from run_scripts import entry, finetuning_flags
 
 FLAGS = flags.FLAGS

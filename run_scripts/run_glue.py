@@ -12,7 +12,7 @@ from absl import flags
 
 from albert_tf.tasks.glue import GlueOptions, run_glue
 from albert_tf.training import host_allocator
-from data_gen import glue
+from data_gen.readers import glue
 from run_scripts import entry, finetuning_flags
 
 FLAGS = flags.FLAGS

@@ -11,7 +11,7 @@ from absl import flags
 
 from albert_tf.tasks.ner import NerOptions, run_ner
 from albert_tf.training import host_allocator
-from data_gen.conll_evaluation import TAG_SCHEMES
+from data_gen.readers.tag_schemes import TAG_SCHEMES
 from run_scripts import entry, finetuning_flags
 
 FLAGS = flags.FLAGS

@@ -35,8 +35,9 @@ from albert_tf.tasks.finetuning import FinetuningOptions
 from albert_tf.tasks.glue import GlueOptions, run_glue
 from albert_tf.tasks.text_classification import TextClassificationOptions, run_text_classification
 from albert_tf.experiments.linear_probe import run_linear_probe
-from data_gen import document_classification, labeled_text, package_classification
-from data_gen import glue as glue_data
+from data_gen import document_classification, package_classification
+from data_gen.readers import labeled_text
+from data_gen.readers import glue as glue_data
 
 DOCUMENTS = "documents"
 PACKAGES = "packages"

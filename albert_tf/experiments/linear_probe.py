@@ -23,8 +23,8 @@ from albert_tf.checkpoints.loading import load_weights
 from albert_tf.config import AlbertConfig
 from albert_tf.models.encoder import AlbertEncoder
 from albert_tf.tokenization import AlbertTokenizer
-from data_gen import labeled_text
-from data_gen.glue import encode_text_pair
+from data_gen.readers import labeled_text
+from data_gen.readers.glue import encode_text_pair
 
 # The fit: full-batch Adam steps, its learning rate and the L2 penalty on the weights (not the biases).
 PROBE_STEPS = 1000

@@ -264,7 +264,7 @@ class AlbertPreprocessor(tf.Module):
       `mask_id` ([MASK]).
     - `preprocessor.bert_pack_inputs([a] or [a, b], seq_length=None)` -> the same dict,
       `[CLS] a [SEP] b [SEP]` with type ids 0 then 1, trimmed round-robin to fit, exactly as the
-      fine-tuning features (data_gen.glue.convert_example) lay them out.
+      fine-tuning features (data_gen.readers.glue.convert_example) lay them out.
 
     Example:
     >>> preprocessor = AlbertPreprocessor("30k-clean.model", do_lower_case=True)  # doctest: +SKIP

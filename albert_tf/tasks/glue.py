@@ -1,6 +1,6 @@
 """GLUE fine-tuning: run_glue.sh's hyperparameters, GLUE's metrics and output files, and `run_glue`.
 
-`run_glue` reads the GLUE data directory (the original file layout, data_gen.glue) or tensorflow-datasets
+`run_glue` reads the GLUE data directory (the original file layout, data_gen.readers.glue) or tensorflow-datasets
 glue/<task> prepared locally, and fine-tunes, evaluates and predicts with the shared driver (finetuning.py).
 It writes eval_results.{txt,json} (the .txt also under the original run_classifier's names, e.g.
 eval_accuracy) and eval_predictions.tsv (dev), and for prediction the GLUE submission file(s) (e.g. MRPC.tsv;
@@ -32,8 +32,8 @@ from albert_tf.models.classifier import AlbertClassifier
 from albert_tf.tasks import finetuning, trials
 from albert_tf.tasks.finetuning import FinetuningOptions
 from albert_tf.training import metrics
-from data_gen import glue as glue_data
-from data_gen.glue import GlueExample, GlueTask
+from data_gen.readers import glue as glue_data
+from data_gen.readers.glue import GlueExample, GlueTask
 
 
 @dataclasses.dataclass

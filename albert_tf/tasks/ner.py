@@ -1,11 +1,11 @@
 """Named-entity recognition (CoNLL-2003 token classification): entity F1, CoNLL prediction files, and `run_ner`.
 
 The original ALBERT has no NER script; this one fine-tunes AlbertTokenClassifier with the shared driver
-(finetuning.py) on the CoNLL files data_gen.conll reads (train.txt, dev.txt or valid.txt, test.txt), or on
+(finetuning.py) on the CoNLL files data_gen.readers.conll reads (train.txt, dev.txt or valid.txt, test.txt), or on
 tensorflow-datasets' conll2003 prepared locally (`tfds_name`), with the label-alignment rule described there:
 each word's label on its first piece, other positions ignored.
 
-The metrics are conlleval's (data_gen.conll_evaluation), on the words of the dev split: entity-level
+The metrics are conlleval's (data_gen.evaluation.conll_evaluation), on the words of the dev split: entity-level
 `precision`, `recall` and `f1` (the best checkpoint's metric), token `accuracy`, and `loss` (the mean over
 windows of each window's mean token cross-entropy). It writes eval_results.{txt,json},
 eval_predictions.txt (best/ too) and, with do_predict, test_predictions.txt and the test scores in
@@ -39,9 +39,10 @@ from absl import logging
 from albert_tf.models.token_classifier import AlbertTokenClassifier
 from albert_tf.tasks import finetuning, trials
 from albert_tf.tasks.finetuning import EXAMPLE_INDEX, LABEL_IDS, FinetuningOptions, model_inputs
-from data_gen import conll as conll_data
-from data_gen.conll import IGNORED_LABEL, ConllSentence
-from data_gen.conll_evaluation import OUTSIDE, chunks, entity_scores, tags_in_scheme
+from data_gen.evaluation.conll_evaluation import entity_scores
+from data_gen.readers import conll as conll_data
+from data_gen.readers.conll import IGNORED_LABEL, ConllSentence
+from data_gen.readers.tag_schemes import OUTSIDE, chunks, tags_in_scheme
 
 LABELS_FILE = "labels.txt"
 _SPLIT_FLAGS = {"train": "do_train", "dev": "do_eval", "test": "do_predict"}

@@ -1,7 +1,7 @@
 """RACE fine-tuning: accuracy by level, the prediction and result files, and `run_race`.
 
 `run_race` reads RACE/{train,dev,test}/{middle,high}/*.txt (per-article files or the merged all.txt,
-data_gen.race) and fine-tunes, evaluates and predicts with the shared driver (finetuning.py). It writes
+data_gen.readers.race) and fine-tunes, evaluates and predicts with the shared driver (finetuning.py). It writes
 eval_results.{txt,json} (accuracy, accuracy_middle, accuracy_high, loss; the .txt also under the original's
 names eval_accuracy and eval_loss) and eval_predictions.tsv on dev; for prediction, test_predictions.tsv and the
 test accuracies and loss in predict_results.{txt,json}.
@@ -31,8 +31,8 @@ from albert_tf.models.multiple_choice import AlbertMultipleChoice
 from albert_tf.tasks import finetuning, trials
 from albert_tf.tasks.finetuning import FinetuningOptions
 from albert_tf.training import metrics
-from data_gen import race as race_data
-from data_gen.race import RaceExample
+from data_gen.readers import race as race_data
+from data_gen.readers.race import RaceExample
 
 # The original run_race's names, which eval_results.txt and predict_results also list.
 ORIGINAL_METRIC_NAMES = {"eval_accuracy": "accuracy", "eval_loss": "loss"}

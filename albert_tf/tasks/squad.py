@@ -1,8 +1,8 @@
 """SQuAD v1.1 / v2.0 fine-tuning: the span and answer-class losses, the official scoring and files, `run_squad`.
 
 `train_file` / `predict_file` take the official SQuAD JSON, or `tfds:squad/v1.1:<split>` /
-`tfds:squad/v2.0:<split>` for tensorflow-datasets prepared locally (data_gen.squad reads both). Evaluation
-scores `predict_file` with the official EM/F1 (data_gen.squad_evaluation) and writes eval_results.{txt,json},
+`tfds:squad/v2.0:<split>` for tensorflow-datasets prepared locally (data_gen.readers.squad reads both). Evaluation
+scores `predict_file` with the official EM/F1 (data_gen.evaluation.squad_evaluation) and writes eval_results.{txt,json},
 predictions.json, nbest_predictions.json and (v2.0) null_odds.json; prediction writes the same prediction
 files for `predict_file` (answers not needed) from the best checkpoint, and when the file has answers scores
 them too (predict_results.json), as the original's --do_predict did.
@@ -42,7 +42,8 @@ from albert_tf.models.span_predictor import AlbertSpanPredictor
 from albert_tf.models.squad_v2 import AlbertSquadV2
 from albert_tf.tasks import finetuning, trials
 from albert_tf.tasks.finetuning import FinetuningOptions
-from data_gen import squad, squad_evaluation, squad_postprocess
+from data_gen.evaluation import squad_evaluation, squad_postprocess
+from data_gen.readers import squad
 
 THRESHOLD_SEARCH_SUFFIX = "_threshold_search"
 PREDICT_RESULTS_NAME = "predict_results.json"

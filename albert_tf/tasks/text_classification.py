@@ -2,7 +2,7 @@
 
 The original ALBERT fine-tunes only on its benchmarks; this task runs the same driver (finetuning.py) and the same
 head as GLUE (AlbertClassifier: pooled output, dropout, `output_weights`) on TSV, CSV or JSON-lines files that
-data_gen.labeled_text reads: `train_file`, `eval_file` and `predict_file` (texts only; a label column there is
+data_gen.readers.labeled_text reads: `train_file`, `eval_file` and `predict_file` (texts only; a label column there is
 ignored), the texts and labels in the fields the options name.
 
 - Single-label: softmax cross-entropy, the prediction is the most probable label; metrics `accuracy` (which picks
@@ -51,9 +51,9 @@ from albert_tf.models.classifier import AlbertClassifier
 from albert_tf.tasks import finetuning, trials
 from albert_tf.tasks.finetuning import EXAMPLE_INDEX, LABEL_IDS, FinetuningOptions, model_inputs
 from albert_tf.training import metrics
-from data_gen import labeled_text
-from data_gen.labeled_text import (MULTI_LABEL, REGRESSION, SINGLE_LABEL, LabeledExample, LabeledTextError,
-                                   LabeledTextSchema)
+from data_gen.readers import labeled_text
+from data_gen.readers.labeled_text import (MULTI_LABEL, REGRESSION, SINGLE_LABEL, LabeledExample, LabeledTextError,
+                                           LabeledTextSchema)
 
 LABELS_FILE = "labels.txt"
 BEST_METRICS = {SINGLE_LABEL: "accuracy", MULTI_LABEL: "micro_f1", REGRESSION: "pearson"}

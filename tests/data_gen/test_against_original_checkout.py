@@ -21,7 +21,7 @@ from albert_tf import AlbertConfig, AlbertMultipleChoice
 from albert_tf.checkpoints.loading import load_weights
 from albert_tf.tasks import finetuning
 from albert_tf.tokenization import AlbertTokenizer
-from data_gen import race
+from data_gen.readers import race
 from data_gen.pretraining import create_pretraining_data as pretraining_data
 from data_gen.pretraining.pass_records import pass_seed
 from tests import helpers, original_albert

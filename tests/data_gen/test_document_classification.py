@@ -5,7 +5,8 @@ import collections
 import pytest
 import tensorflow as tf
 
-from data_gen import document_classification, labeled_text
+from data_gen import document_classification
+from data_gen.readers import labeled_text
 
 SCHEMA = labeled_text.LabeledTextSchema(text_field="sentence", label_field="label")
 

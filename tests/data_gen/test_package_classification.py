@@ -5,7 +5,8 @@ import collections
 
 import pytest
 
-from data_gen import labeled_text, package_classification
+from data_gen import package_classification
+from data_gen.readers import labeled_text
 
 SCHEMA = labeled_text.LabeledTextSchema(text_field="sentence", label_field="label")
 

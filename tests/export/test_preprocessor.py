@@ -12,7 +12,7 @@ import tensorflow as tf
 
 from albert_tf.export.preprocessor import AlbertPreprocessor, export_preprocessor
 from albert_tf.tokenization import SPIECE_UNDERLINE, AlbertTokenizer, preprocess_text
-from data_gen import glue
+from data_gen.readers import glue
 from data_gen.pretraining import build_vocab
 from data_gen.pretraining.instances import (InstanceOptions, SpecialIds, create_instances_from_document,
                                             instance_to_example_bytes, pack_token)

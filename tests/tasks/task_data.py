@@ -4,9 +4,9 @@ import json
 import random
 
 from albert_tf.config import AlbertConfig
-from data_gen import race
+from data_gen.readers import race
 from data_gen.pretraining import build_vocab
-from data_gen.conll_evaluation import tags_in_scheme
+from data_gen.readers.tag_schemes import tags_in_scheme
 from tests.helpers import tiny_config_values
 
 KEYWORD_FILLER = "the model learns a shared block of attention and feed forward weights that runs at every depth".split()

@@ -10,7 +10,7 @@ from albert_tf.tasks.finetuning import FinetuningOptions
 from albert_tf.tasks.glue import GlueOptions, run_glue
 from albert_tf.tasks.race import RaceOptions, run_race
 from albert_tf.tasks.squad import SquadOptions, run_squad
-from data_gen import race
+from data_gen.readers import race
 from tests.tasks.task_data import GLUE_TINY_CONFIG, squad_data_files, write_keyword_mrpc, write_keyword_race
 
 STEPS = 2

@@ -12,7 +12,7 @@ from albert_tf import AlbertClassifier, AlbertConfig, AlbertEncoder
 from albert_tf.checkpoints import loading, writing
 from albert_tf.tasks import finetuning
 from albert_tf.tasks import glue as glue_finetuning
-from data_gen import glue
+from data_gen.readers import glue
 from tests import original_albert
 from tests.helpers import run_python, run_script
 from tests.tasks.task_data import GLUE_TINY_CONFIG, write_keyword_mrpc

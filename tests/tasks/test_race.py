@@ -4,7 +4,7 @@ import json
 import pytest
 
 from albert_tf.tasks import race as race_finetuning
-from data_gen import race
+from data_gen.readers import race
 from tests.helpers import run_script
 from tests.tasks.task_data import race_article, write_keyword_race, write_race_file
 

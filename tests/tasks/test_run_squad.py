@@ -9,7 +9,7 @@ import json
 import pytest
 import tensorflow as tf
 
-from data_gen import squad_evaluation
+from data_gen.evaluation import squad_evaluation
 from tests.helpers import run_script
 from tests.tasks.task_data import squad_data_files
 

@@ -8,7 +8,7 @@ import pytest
 
 from albert_tf.tasks.finetuning import FinetuningOptions
 from albert_tf.tasks.squad import SquadOptions, run_squad, v2_metrics
-from data_gen import squad_postprocess
+from data_gen.evaluation import squad_postprocess
 from tests.helpers import official_squad_v2_eval, squad_dataset
 
 # q2's only gold answer is "the", which normalises to nothing: the official script scores "" right there.

@@ -12,8 +12,8 @@ from albert_tf import AlbertClassifier
 from albert_tf.tasks import text_classification
 from albert_tf.tasks.finetuning import FinetuningOptions
 from albert_tf.tasks.text_classification import TextClassificationOptions
-from data_gen import labeled_text
-from data_gen.labeled_text import MULTI_LABEL, REGRESSION, SINGLE_LABEL, LabeledTextError, LabeledTextSchema
+from data_gen.readers import labeled_text
+from data_gen.readers.labeled_text import MULTI_LABEL, REGRESSION, SINGLE_LABEL, LabeledTextError, LabeledTextSchema
 from tests.helpers import random_inputs, run_script, tiny_config
 from tests.tasks.task_data import make_keyword_assets, write_labeled_text
 

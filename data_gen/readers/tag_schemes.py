@@ -1,28 +1,21 @@
-"""conlleval's entity (chunk) scoring for IOB1, IOB2 and BIOES tags, and rewriting tags between the schemes.
+"""Tag schemes (IOB1, IOB2, BIOES): reading a sentence's tags as chunks, and writing chunks in any scheme.
 
 Chunks are read as conlleval.pl reads them (its startOfChunk / endOfChunk rules, with the `S-` rules that
 its Python ports and seqeval add for BIOES): a tag is `O` or `<prefix>-<type>`, and a chunk starts at a
 `B-` or `S-`, at an `I-` or `E-` that follows `O`, `E-` or `S-`, or at any tag whose type differs from
 the previous one. So every scheme, and any tag sequence a model predicts, reads as one list of chunks
-(type, first, last), the one internal form: the metrics compare chunks, and `tags_in_scheme` writes a
-list of chunks back in any scheme.
-
-Scores are conlleval's: precision = correct chunks / predicted chunks, recall = correct / gold chunks
-(a chunk is correct when its type and both boundaries match), F1 their harmonic mean; each is 0 when its
-denominator is. Sentences are scored as separate sequences, as the blank lines of conlleval's input keep them.
-`accuracy` is conlleval's token accuracy: the fraction of tokens whose tag is exactly the gold tag.
+(type, first, last), the one internal form: the CoNLL reader rewrites a file's tags into the model's scheme
+through it, the evaluation (data_gen.evaluation.conll_evaluation) compares chunks, and `tags_in_scheme` writes
+a list of chunks back in any scheme.
 
 Example:
 >>> chunks(["B-PER", "I-PER", "O", "I-LOC"])
 [('PER', 0, 1), ('LOC', 3, 3)]
 >>> tags_in_scheme([("PER", 0, 1), ("LOC", 3, 3)], 4, "bioes")
 ['B-PER', 'E-PER', 'O', 'S-LOC']
->>> scores = entity_scores([["B-PER", "I-PER", "O", "B-LOC"]], [["B-PER", "I-PER", "O", "O"]])
->>> scores["precision"], scores["recall"], round(scores["f1"], 4)
-(1.0, 0.5, 0.6667)
 """
 
-from typing import Dict, List, Sequence, Tuple
+from typing import List, Sequence, Tuple
 
 TAG_SCHEMES = ("iob1", "iob2", "bioes")
 OUTSIDE = "O"
@@ -91,29 +84,3 @@ def tags_in_scheme(sentence_chunks: Sequence[Chunk], length: int, scheme: str) -
         tags[first:last + 1] = inside
         previous_end, previous_type = last, entity_type
     return tags
-
-
-def entity_scores(gold: Sequence[Sequence[str]], predicted: Sequence[Sequence[str]]) -> Dict[str, float]:
-    """conlleval's precision, recall and F1 of the chunks, and its token accuracy, over sentences of tags.
-
-    `gold` and `predicted` hold one tag sequence per sentence, of equal lengths; the two may use
-    different schemes, since both are read as chunks.
-    """
-    if len(gold) != len(predicted):
-        raise ValueError(f"entity_scores got {len(gold)} gold sentences but {len(predicted)} predicted ones.")
-    correct = found_gold = found_predicted = correct_tags = num_tags = 0
-    for index, (gold_tags, predicted_tags) in enumerate(zip(gold, predicted)):
-        if len(gold_tags) != len(predicted_tags):
-            raise ValueError(f"Sentence {index} has {len(gold_tags)} gold tags but {len(predicted_tags)} "
-                             f"predicted ones.")
-        gold_chunks, predicted_chunks = set(chunks(gold_tags)), set(chunks(predicted_tags))
-        correct += len(gold_chunks & predicted_chunks)
-        found_gold += len(gold_chunks)
-        found_predicted += len(predicted_chunks)
-        correct_tags += sum(g == p for g, p in zip(gold_tags, predicted_tags))
-        num_tags += len(gold_tags)
-    precision = correct / found_predicted if found_predicted else 0.0
-    recall = correct / found_gold if found_gold else 0.0
-    f1 = 2 * precision * recall / (precision + recall) if precision + recall else 0.0
-    return {"precision": precision, "recall": recall, "f1": f1,
-            "accuracy": correct_tags / num_tags if num_tags else 0.0}

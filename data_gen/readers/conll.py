@@ -13,7 +13,7 @@ Tags are `O` or `<prefix>-<type>` in one scheme, `tag_scheme`:
 - `bioes`: `B-`, `I-`, `E-` (last) and `S-` (single-token chunks); a chunk must open with `B-`/`S-` and
   close with `E-`/`S-`.
 A tag outside its scheme is an error naming the file and line. Whatever the scheme, the tags are read as
-chunks (conll_evaluation.chunks) and the model learns their IOB2 tags, one fixed label set
+chunks (tag_schemes.chunks) and the model learns their IOB2 tags, one fixed label set
 (`label_list`); predictions are written back in the file's scheme.
 
 Features (the label-alignment rule): every word is split into pieces on its own; `[CLS] pieces [SEP]`;
@@ -44,8 +44,8 @@ from typing import Dict, Iterator, List, Optional, Sequence
 import tensorflow as tf
 from absl import logging
 
-from data_gen import feature_cache
-from data_gen.conll_evaluation import OUTSIDE, TAG_SCHEMES, chunks, split_tag, tags_in_scheme
+from data_gen.readers import feature_cache
+from data_gen.readers.tag_schemes import OUTSIDE, TAG_SCHEMES, chunks, split_tag, tags_in_scheme
 
 SPLIT_FILES = {"train": ("train.txt",), "dev": ("dev.txt", "valid.txt"), "test": ("test.txt",)}
 DOCUMENT_START = "-DOCSTART-"

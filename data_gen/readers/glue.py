@@ -31,7 +31,7 @@ from typing import Dict, List, Optional, Sequence
 import tensorflow as tf
 from absl import logging
 
-from data_gen import feature_cache
+from data_gen.readers import feature_cache
 
 # GLUE texts can exceed csv's default field limit (128 KiB).
 _CSV_FIELD_SIZE_LIMIT = min(sys.maxsize, 2 ** 31 - 1)

@@ -24,7 +24,7 @@ from typing import Dict, List, Mapping, Optional, Sequence, Tuple
 import numpy as np
 import tensorflow as tf
 
-from data_gen.squad import FeatureAlignment, SquadExample
+from data_gen.readers.squad import FeatureAlignment, SquadExample
 
 PREDICTIONS_FILE = "predictions.json"
 NBEST_FILE = "nbest_predictions.json"
@@ -45,7 +45,7 @@ def postprocess_v1(examples: Sequence[SquadExample], alignment: FeatureAlignment
     `results` holds "unique_ids" [N] and "start_logits", "end_logits" [N, S] of the model, in any order.
 
     Example (one span: [CLS] who [SEP] Ann met Bob. [SEP]):
-    >>> from data_gen.squad import FeatureAlignment, SquadExample
+    >>> from data_gen.readers.squad import FeatureAlignment, SquadExample
     >>> example = SquadExample("q1", "Who?", "Ann met Bob.", ["Bob"])
     >>> alignment = FeatureAlignment(
     ...     unique_ids=np.array([7]), example_index=np.array([0]),

@@ -49,8 +49,8 @@ from typing import Dict, Iterator, List, Optional, Sequence
 import tensorflow as tf
 from absl import logging
 
-from data_gen import feature_cache
-from data_gen.glue import encode_text_pair
+from data_gen.readers import feature_cache
+from data_gen.readers.glue import encode_text_pair
 
 SINGLE_LABEL = "single_label"
 MULTI_LABEL = "multi_label"

@@ -34,7 +34,7 @@ import tensorflow as tf
 from absl import logging
 
 from albert_tf.tokenization import SPIECE_UNDERLINE, AlbertTokenizer, drops_added_marker, preprocess_text
-from data_gen import feature_cache
+from data_gen.readers import feature_cache
 
 TFDS_PREFIX = "tfds:"
 TFDS_NAMES = ("squad/v1.1", "squad/v2.0")

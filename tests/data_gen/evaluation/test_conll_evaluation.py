@@ -1,9 +1,10 @@
-"""data_gen.conll_evaluation: conlleval's chunks and scores, checked against seqeval (its default, conlleval mode)."""
+"""data_gen.readers.tag_schemes' chunks and data_gen.evaluation.conll_evaluation's scores, checked against seqeval (its
+default, conlleval mode)."""
 import numpy as np
 import pytest
 
-from data_gen import conll_evaluation
-from data_gen.conll_evaluation import chunks, entity_scores, tags_in_scheme
+from data_gen.evaluation.conll_evaluation import entity_scores
+from data_gen.readers.tag_schemes import OUTSIDE, TAG_SCHEMES, chunks, tags_in_scheme
 
 seqeval_metrics = pytest.importorskip("seqeval.metrics")
 seqeval_sequence_labeling = pytest.importorskip("seqeval.metrics.sequence_labeling")
@@ -13,7 +14,7 @@ TYPES = ("PER", "LOC", "ORG")
 
 def random_tags(rng, length, prefixes):
     """Any tag sequence, valid in no scheme in particular: what a model may predict."""
-    return [conll_evaluation.OUTSIDE if rng.random() < 0.4 else f"{rng.choice(prefixes)}-{rng.choice(TYPES)}"
+    return [OUTSIDE if rng.random() < 0.4 else f"{rng.choice(prefixes)}-{rng.choice(TYPES)}"
             for _ in range(length)]
 
 
@@ -47,7 +48,7 @@ def test_chunks_and_scores_agree_with_seqeval_on_any_tags(prefixes):
     assert scores["accuracy"] == pytest.approx(seqeval_metrics.accuracy_score(gold, predicted))
 
 
-@pytest.mark.parametrize("scheme", conll_evaluation.TAG_SCHEMES)
+@pytest.mark.parametrize("scheme", TAG_SCHEMES)
 def test_tags_in_scheme_read_back_as_the_same_chunks(scheme):
     rng = np.random.default_rng(1)
     for _ in range(200):

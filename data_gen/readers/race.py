@@ -19,7 +19,7 @@ from typing import Dict, List, Sequence
 import tensorflow as tf
 from absl import logging
 
-from data_gen import feature_cache
+from data_gen.readers import feature_cache
 
 LEVELS = ("middle", "high")
 ANSWER_LETTERS = ("A", "B", "C", "D")

@@ -1,4 +1,5 @@
-"""data_gen.feature_cache: keys that change with every input that shapes features, atomic writes, round trips."""
+"""data_gen.readers.feature_cache: keys that change with every input that shapes features, atomic writes, round
+trips."""
 import os
 
 import numpy as np
@@ -6,7 +7,7 @@ import pytest
 import tensorflow as tf
 
 from albert_tf.tokenization import AlbertTokenizer
-from data_gen import feature_cache
+from data_gen.readers import feature_cache
 
 
 def _spec(seq_length):

@@ -3,7 +3,7 @@ import random
 
 import pytest
 
-from data_gen import squad_evaluation as evaluation
+from data_gen.evaluation import squad_evaluation as evaluation
 from tests.helpers import official_squad_v2_eval, squad_dataset
 
 # Answer texts that score in every way: articles and punctuation alone normalise to nothing.

@@ -1,12 +1,12 @@
-"""data_gen.labeled_text: TSV, CSV and JSON-lines files as users write them, every bad value in one sentence naming
-the file, the line and the value, and the features (GLUE's)."""
+"""data_gen.readers.labeled_text: TSV, CSV and JSON-lines files as users write them, every bad value in one sentence
+naming the file, the line and the value, and the features (GLUE's)."""
 import json
 import re
 
 import pytest
 
-from data_gen import glue, labeled_text
-from data_gen.labeled_text import MULTI_LABEL, REGRESSION, LabeledTextError, LabeledTextSchema
+from data_gen.readers import glue, labeled_text
+from data_gen.readers.labeled_text import MULTI_LABEL, REGRESSION, LabeledTextError, LabeledTextSchema
 
 TOPICS = LabeledTextSchema(text_field="text", label_field="topic")
 

@@ -1,4 +1,5 @@
-"""SQuAD readers, character alignment, features, caching and post-processing (data_gen.squad*)."""
+"""SQuAD readers, character alignment, features, caching and post-processing (data_gen.readers.squad,
+data_gen.evaluation.squad_postprocess)."""
 import json
 import os
 import random
@@ -10,8 +11,9 @@ import pytest
 import sentencepiece as spm
 
 from albert_tf.tokenization import AlbertTokenizer
-from data_gen import squad, squad_evaluation, squad_postprocess
-from data_gen.squad import FeatureAlignment, SquadExample
+from data_gen.evaluation import squad_evaluation, squad_postprocess
+from data_gen.readers import squad
+from data_gen.readers.squad import FeatureAlignment, SquadExample
 from tests import original_albert
 
 PARAGRAPH = "In 1990, Café Naïve RÉSUMÉ met 1,000, PEOPLE (approximately) in Zürich."

@@ -1,11 +1,11 @@
-"""data_gen.conll: the CoNLL-2003 reader, its tag schemes, and the first-piece label alignment."""
+"""data_gen.readers.conll: the CoNLL-2003 reader, its tag schemes, and the first-piece label alignment."""
 import re
 
 import numpy as np
 import pytest
 
-from data_gen import conll
-from data_gen.conll import IGNORED_LABEL, ConllSentence
+from data_gen.readers import conll
+from data_gen.readers.conll import IGNORED_LABEL, ConllSentence
 
 TRAIN = """-DOCSTART- -X- -X- O
 
