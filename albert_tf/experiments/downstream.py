@@ -1,8 +1,8 @@
 """The downstream score of an arm: its final pretraining checkpoint fine-tuned and evaluated on held-out tasks.
 
 Always, the budget's held-out classification (`Budget.downstream_task`), through
-albert_tf.tasks.text_classification: "documents" (data_gen.document_classification: which of K held-out
-documents a sentence comes from) or "packages" (data_gen.package_classification: which of K Python packages a
+albert_tf.tasks.text_classification: "documents" (datasets.document_classification: which of K held-out
+documents a sentence comes from) or "packages" (datasets.package_classification: which of K Python packages a
 sentence of an unseen docstring comes from, a dev set of thousands); no arm pretrained on either. With
 `Budget.linear_probe`, also a linear probe on the frozen encoder's features for that task ("<task>_probe",
 albert_tf.experiments.linear_probe). With a local GLUE copy (`glue_data_dir`), also SST-2 and MNLI (matched and
@@ -27,6 +27,7 @@ import tensorflow as tf
 from absl import logging
 
 from albert_tf.experiments.budgets import Budget
+from albert_tf.experiments.datasets import document_classification, package_classification
 from albert_tf.experiments.json_files import read_json, write_json
 from albert_tf.experiments.pretraining_data import PretrainingData
 from albert_tf.experiments.arms import Arm
@@ -35,9 +36,8 @@ from albert_tf.tasks.finetuning import FinetuningOptions
 from albert_tf.tasks.glue import GlueOptions, run_glue
 from albert_tf.tasks.text_classification import TextClassificationOptions, run_text_classification
 from albert_tf.experiments.linear_probe import run_linear_probe
-from data_gen import document_classification, package_classification
-from data_gen.readers import labeled_text
 from data_gen.readers import glue as glue_data
+from data_gen.readers import labeled_text
 
 DOCUMENTS = "documents"
 PACKAGES = "packages"

@@ -1,6 +1,6 @@
 """The sentence-objective experiment (paper Table 5): no sentence loss, NSP and SOP, on one model.
 
-Each arm is evaluated on the pure, balanced held-out sets (data_gen.sentence_pair_eval): masked-LM accuracy on the
+Each arm is evaluated on the pure, balanced held-out sets (datasets.sentence_pair_eval): masked-LM accuracy on the
 SOP set's masked positions, NSP accuracy on the NSP set, SOP accuracy on the SOP set; the paper's intrinsic 3x3
 table beside ours. Each is also fine-tuned for the downstream score (albert_tf.experiments.downstream), beside the
 paper's downstream average. The claims: a model trained on NSP is at chance on SOP, one trained on SOP does well on

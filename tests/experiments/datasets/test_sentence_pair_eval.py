@@ -1,9 +1,9 @@
-"""The pure, balanced SOP and NSP evaluation sets (data_gen/sentence_pair_eval.py)."""
+"""The pure, balanced SOP and NSP evaluation sets (albert_tf/experiments/datasets/sentence_pair_eval.py)."""
 import numpy as np
 import pytest
 import tensorflow as tf
 
-from data_gen.sentence_pair_eval import write_sentence_pair_eval_set
+from albert_tf.experiments.datasets.sentence_pair_eval import write_sentence_pair_eval_set
 from tests.helpers import write_corpus
 
 SEQ, PREDICTIONS = 48, 6

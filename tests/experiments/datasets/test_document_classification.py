@@ -1,11 +1,11 @@
-"""The held-out document classification set (data_gen/document_classification.py), read back as
+"""The held-out document classification set (albert_tf/experiments/datasets/document_classification.py), read back as
 albert_tf.tasks.text_classification reads it."""
 import collections
 
 import pytest
 import tensorflow as tf
 
-from data_gen import document_classification
+from albert_tf.experiments.datasets import document_classification
 from data_gen.readers import labeled_text
 
 SCHEMA = labeled_text.LabeledTextSchema(text_field="sentence", label_field="label")

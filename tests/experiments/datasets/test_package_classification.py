@@ -1,11 +1,11 @@
-"""The held-out package classification (data_gen/package_classification.py) and the packages file the corpus writes
-beside its held-out text (data_gen/pretraining/corpora.py), read back as albert_tf.tasks.text_classification reads
-them."""
+"""The held-out package classification (albert_tf/experiments/datasets/package_classification.py) and the packages
+file the corpus writes beside its held-out text (data_gen/pretraining/corpora.py), read back as
+albert_tf.tasks.text_classification reads them."""
 import collections
 
 import pytest
 
-from data_gen import package_classification
+from albert_tf.experiments.datasets import package_classification
 from data_gen.readers import labeled_text
 
 SCHEMA = labeled_text.LabeledTextSchema(text_field="sentence", label_field="label")

@@ -31,8 +31,8 @@ import hashlib
 import os
 from typing import Dict, List, Sequence, Tuple
 
+from albert_tf.experiments.datasets.document_classification import SPLIT_FILES, read_text_documents, write_rows
 from data_gen import file_io
-from data_gen.document_classification import SPLIT_FILES, read_text_documents, write_rows
 
 
 def read_packages(path: str) -> List[str]:
