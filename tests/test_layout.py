@@ -8,6 +8,7 @@ import pytest
 from tests.helpers import REPO_ROOT
 
 BASE = {"albert_tf.config", "albert_tf.tokenization"}
+DATA_GEN = {"data_gen", "data_gen.file_io", "data_gen.pretraining", "data_gen.readers", "data_gen.evaluation"}
 # What each part may import besides itself; run_scripts may import anything and nothing imports it.
 ALLOWED = {
     "albert_tf.config": set(),
@@ -17,22 +18,31 @@ ALLOWED = {
     "albert_tf.models": BASE | {"albert_tf.layers"},
     "albert_tf.checkpoints": BASE | {"albert_tf.layers", "albert_tf.models"},
     "albert_tf.export": BASE | {"albert_tf.layers", "albert_tf.models", "albert_tf.checkpoints"},
-    "albert_tf.tasks": BASE | {"albert_tf.layers", "albert_tf.models", "albert_tf.checkpoints", "albert_tf.export",
-                               "albert_tf.training", "data_gen"},
-    "albert_tf.benchmarking": BASE | {"albert_tf.layers", "albert_tf.models", "albert_tf.checkpoints",
-                                      "albert_tf.export", "albert_tf.training", "albert_tf.tasks", "data_gen"},
-    "albert_tf.experiments": BASE | {"albert_tf.layers", "albert_tf.models", "albert_tf.checkpoints",
-                                     "albert_tf.export", "albert_tf.training", "albert_tf.tasks",
-                                     "albert_tf.benchmarking", "data_gen"},
+    "albert_tf.tasks": BASE | DATA_GEN | {"albert_tf.layers", "albert_tf.models", "albert_tf.checkpoints",
+                                          "albert_tf.export", "albert_tf.training"},
+    "albert_tf.benchmarking": BASE | DATA_GEN | {"albert_tf.layers", "albert_tf.models", "albert_tf.checkpoints",
+                                                 "albert_tf.export", "albert_tf.training", "albert_tf.tasks"},
+    "albert_tf.experiments": BASE | DATA_GEN | {"albert_tf.layers", "albert_tf.models", "albert_tf.checkpoints",
+                                                "albert_tf.export", "albert_tf.training", "albert_tf.tasks",
+                                                "albert_tf.benchmarking"},
     "data_gen": BASE,
+    "data_gen.file_io": BASE,
+    "data_gen.pretraining": BASE | {"data_gen.file_io"},
+    "data_gen.readers": BASE,
+    # The evaluations read the readers' examples and features (SQuAD's, the CoNLL tag schemes); no reader imports
+    # an evaluation.
+    "data_gen.evaluation": BASE | {"data_gen.readers"},
 }
 FIRST_PARTY = ("albert_tf", "data_gen", "run_scripts")
+LIBRARY = ("albert_tf", "data_gen")
+CODE = LIBRARY + ("run_scripts",)
 
 
 def _part(module):
-    """The part of the layout a dotted module name belongs to."""
+    """The part of the layout a dotted module name belongs to: a subpackage or top-level module of albert_tf or
+    data_gen, or a top-level package."""
     parts = module.split(".")
-    if parts[0] != "albert_tf" or len(parts) == 1:
+    if parts[0] not in LIBRARY or len(parts) == 1:
         return parts[0]
     return ".".join(parts[:2])
 
@@ -97,25 +107,119 @@ def test_scripts_define_no_model_layer_or_loss():
 
 def test_library_modules_import_without_cycles():
     graph = {}
-    for path in _source_files("albert_tf", "data_gen"):
+    for path in _source_files(*CODE):
         tree = ast.parse(path.read_text(encoding="utf-8"))
         # Module-level imports only: an import inside a function runs after both modules exist.
         graph[_module_name(path)] = {name for node in tree.body for _, name in _imports_of_node(node)}
+    # The tree the check reads is the whole one, subpackages included.
+    assert {"data_gen.pretraining.beam_pipeline", "data_gen.pretraining.create_pretraining_data",
+            "data_gen.readers.squad", "data_gen.evaluation.squad_postprocess",
+            "albert_tf.experiments.datasets.sentence_pair_eval"} <= set(graph)
+    assert _import_cycle(graph) is None
+
+
+def test_the_cycle_check_finds_a_cycle_through_a_from_import():
+    graph = {"p.a": {"p.b.f"}, "p.b": {"p.c"}, "p.c": {"p.a.g"}, "p.d": {"p.a"}}
+    assert _import_cycle(graph) == ["p.a", "p.b", "p.c", "p.a"]
+    assert _import_cycle({"p.a": {"p.b.f"}, "p.b": {"p.c"}, "p.c": set()}) is None
+
+
+def _import_cycle(graph):
+    """The first import cycle in `graph` (module -> the dotted names it imports: modules, or names in them), as the
+    modules along it, or None."""
     state = {}
 
     def visit(module, trail):
         if state.get(module) == "done":
-            return
-        assert state.get(module) != "open", f"import cycle: {' -> '.join(trail + [module])}"
+            return None
+        if state.get(module) == "open":
+            return trail + [module]
         state[module] = "open"
         for imported in sorted(graph.get(module, ())):
             target = imported if imported in graph else imported.rsplit(".", 1)[0]
             if target in graph and target != module:
-                visit(target, trail + [module])
+                cycle = visit(target, trail + [module])
+                if cycle:
+                    return cycle
         state[module] = "done"
+        return None
 
     for module in sorted(graph):
-        visit(module, [])
+        cycle = visit(module, [])
+        if cycle:
+            return cycle[cycle.index(cycle[-1]):]
+    return None
+
+
+def test_no_module_takes_another_modules_private_name():
+    offenders = [f"{_module_name(path)}:{line} takes {name}" for path in _source_files(*CODE)
+                 for line, name in _private_names_taken(path.read_text(encoding="utf-8"))]
+    assert offenders == []
+
+
+def test_the_private_name_check_finds_each_way_of_taking_one():
+    source = ("from data_gen.pretraining import blocks, _hidden\n"
+              "from data_gen.pretraining.blocks import Block, _lines\n"
+              "import data_gen._old\n"
+              "from data_gen._old import thing\n"
+              "size = blocks._READ_CHUNK_BYTES + len(blocks.Block.__name__) + len(Block._fields)\n"
+              "import json\n"
+              "def f(self):\n"
+              "    return self._own, json._default_encoder, data_gen._old.value\n")
+    assert _private_names_taken(source) == [
+        (1, "data_gen.pretraining._hidden"), (2, "data_gen.pretraining.blocks._lines"), (3, "data_gen._old"),
+        (4, "data_gen._old"), (5, "blocks._READ_CHUNK_BYTES"), (8, "data_gen._old")]
+
+
+def _is_private(name):
+    return name.startswith("_") and not (name.startswith("__") and name.endswith("__"))
+
+
+def _private_names_taken(source):
+    """(line, dotted name) of each private name (`_x`, not `__x__`) the source takes from another first-party module:
+    imported (`from m import _x`, `import m._x`, `from m._x import y`) or read from a module it imported (`m._x`)."""
+    tree = ast.parse(source)
+    modules = set()  # local names bound to first-party modules
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.name.split(".")[0] in FIRST_PARTY:
+                    modules.add(alias.asname or alias.name.split(".")[0])
+                    if any(map(_is_private, alias.name.split("."))):
+                        found.append((node.lineno, alias.name))
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module and \
+                node.module.split(".")[0] in FIRST_PARTY:
+            if any(map(_is_private, node.module.split("."))):
+                found.append((node.lineno, node.module))
+                continue
+            for alias in node.names:
+                if _is_private(alias.name):
+                    found.append((node.lineno, f"{node.module}.{alias.name}"))
+                elif _is_module(f"{node.module}.{alias.name}"):
+                    modules.add(alias.asname or alias.name)
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Attribute) and _is_private(node.attr):
+            root = node.value
+            while isinstance(root, ast.Attribute):
+                root = root.value
+            if isinstance(root, ast.Name) and root.id in modules and not _is_private_chain(node.value):
+                found.append((node.lineno, f"{ast.unparse(node.value)}.{node.attr}"))
+    return sorted(found)
+
+
+def _is_private_chain(node):
+    """Whether an attribute chain already passes through a private name (reported there, once)."""
+    while isinstance(node, ast.Attribute):
+        if _is_private(node.attr):
+            return True
+        node = node.value
+    return False
+
+
+def _is_module(dotted):
+    path = pathlib.Path(REPO_ROOT, *dotted.split("."))
+    return path.with_suffix(".py").is_file() or (path / "__init__.py").is_file()
 
 
 def _imports_of_node(node):
