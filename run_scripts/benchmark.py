@@ -21,7 +21,7 @@ from absl import app, flags
 
 from albert_tf.benchmarking.peer_steps import PRECISIONS
 from albert_tf.benchmarking.peers import PEERS, check_peers_installed, compare_peers, parse_peers
-from albert_tf.benchmarking.reports import comparison_table, markdown_table, peer_table
+from albert_tf.benchmarking.tables import comparison_table, markdown_table, peer_table
 from albert_tf.benchmarking.suite import (DATA_WORKLOADS, WORKLOADS, BenchmarkOptions, DataWorkloadOptions,
                                           run_benchmarks)
 from albert_tf.benchmarking.workloads import BenchmarkSettings

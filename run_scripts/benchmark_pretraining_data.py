@@ -12,7 +12,7 @@ import os
 
 from absl import flags, logging
 
-from albert_tf.benchmarking.pretraining_data import measure_throughput, write_synthetic_corpus
+from albert_tf.benchmarking.pretraining_data_throughput import measure_throughput, write_synthetic_corpus
 from data_gen.pretraining import build_vocab
 from data_gen.pretraining import create_pretraining_data as cpd
 from run_scripts import entry

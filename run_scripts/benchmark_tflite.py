@@ -13,7 +13,7 @@ import json
 
 from absl import app, flags
 
-from albert_tf.benchmarking.tflite import benchmark_tflite, tflite_table
+from albert_tf.benchmarking.tflite_variants import benchmark_tflite, tflite_table
 from albert_tf.config import load_config
 from albert_tf.export.tflite import DEFAULT_TFLITE_SEQ_LENGTH, TFLITE_VARIANTS
 from run_scripts import entry

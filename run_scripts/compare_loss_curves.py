@@ -12,7 +12,7 @@ import json
 
 from absl import app, flags
 
-from albert_tf.benchmarking.reports import compare_curves, curves_table
+from albert_tf.benchmarking.tables import compare_curves, curves_table
 from albert_tf.training.summaries import read_scalars
 from run_scripts import entry
 

@@ -12,7 +12,7 @@ from typing import Callable, List, Optional, Sequence, Tuple
 from absl import logging
 
 from albert_tf.benchmarking.flops import MODEL_WORKLOADS
-from albert_tf.benchmarking.pretraining_data import measure_throughput, write_synthetic_corpus
+from albert_tf.benchmarking.pretraining_data_throughput import measure_throughput, write_synthetic_corpus
 from albert_tf.benchmarking.workloads import (BenchmarkSettings, compare_presets, data_record, measure_dataset,
                                               run_in_subprocess, run_model_workload, summarize)
 

@@ -42,7 +42,7 @@ from albert_tf.experiments.learning_curves import training_curve
 from albert_tf.experiments.pretraining_data import PretrainingData
 from albert_tf.experiments.sittings import read_sittings, sitting, training_record
 from albert_tf.experiments.stopping import stopped_during
-from albert_tf.experiments.transitions import block_transitions, deeper_shared_encoder
+from albert_tf.experiments.block_transitions import block_transitions, deeper_shared_encoder
 from albert_tf.models.param_count import encoder_parameters
 from albert_tf.tasks.pretraining import Pretraining, PretrainingOptions
 from albert_tf.training.compile_choice import cpu_model_name, step_code_fingerprint

@@ -8,7 +8,7 @@ from albert_tf import AlbertConfig
 from albert_tf.benchmarking import peers
 from albert_tf.benchmarking.peer_steps import PEERS
 from albert_tf.training.compile_choice import cpu_model_name
-from albert_tf.benchmarking.reports import markdown_table, peer_table
+from albert_tf.benchmarking.tables import markdown_table, peer_table
 from albert_tf.benchmarking.workloads import RECORD_FIELDS, BenchmarkSettings, random_batch
 from tests.helpers import run_script, tiny_config_values
 

@@ -1,10 +1,10 @@
-"""Block transitions (albert_tf/experiments/transitions.py) against a direct computation on the encoder."""
+"""Block transitions (albert_tf/experiments/block_transitions.py) against a direct computation on the encoder."""
 import numpy as np
 import pytest
 import tensorflow as tf
 
 from albert_tf.config import AlbertConfig
-from albert_tf.experiments.transitions import block_transitions, deeper_shared_encoder
+from albert_tf.experiments.block_transitions import block_transitions, deeper_shared_encoder
 from albert_tf.models.encoder import AlbertEncoder
 from tests.helpers import randomize
 

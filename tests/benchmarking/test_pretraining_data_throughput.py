@@ -2,7 +2,7 @@
 import pytest
 import tensorflow as tf
 
-from albert_tf.benchmarking.pretraining_data import measure_throughput, write_synthetic_corpus
+from albert_tf.benchmarking.pretraining_data_throughput import measure_throughput, write_synthetic_corpus
 from tests.helpers import run_python
 
 
@@ -42,7 +42,7 @@ def test_measure_throughput_runs_the_generator_in_a_child_and_reports_its_rate_a
 
 @pytest.mark.slow
 def test_the_benchmarking_package_imports_neither_data_gen_nor_run_scripts():
-    code = ("import sys, albert_tf.benchmarking.pretraining_data, albert_tf.benchmarking.reports, "
+    code = ("import sys, albert_tf.benchmarking.pretraining_data_throughput, albert_tf.benchmarking.tables, "
             "albert_tf.benchmarking.workloads\n"
             "print(sorted(name for name in sys.modules if name.split('.')[0] in ('data_gen', 'run_scripts')))")
     result = run_python("-c", code, timeout=120)

@@ -1,10 +1,10 @@
-"""albert_tf.benchmarking.tflite: the records benchmark_tflite reports (on a tiny encoder; the figures for
+"""albert_tf.benchmarking.tflite_variants: the records benchmark_tflite reports (on a tiny encoder; the figures for
 ALBERT-base are run_scripts.benchmark_tflite's, in BUILD_NOTES.md)."""
 import os
 
 import pytest
 
-from albert_tf.benchmarking.tflite import benchmark_tflite, tflite_table
+from albert_tf.benchmarking.tflite_variants import benchmark_tflite, tflite_table
 from tests.helpers import tiny_config
 
 
