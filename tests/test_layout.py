@@ -247,3 +247,15 @@ def _test_imports(path):
         elif isinstance(node, ast.ImportFrom) and node.level == 0 and (node.module or "").startswith("tests"):
             found += [(node.lineno, f"{node.module}.{alias.name}") for alias in node.names]
     return found
+
+
+def test_child_processes_run_modules_of_this_repository_not_code_strings():
+    children = []
+    for path in _source_files(*LIBRARY):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Call) and getattr(node.func, "id", None) == "run_python_child":
+                arguments = node.args[0]
+                assert isinstance(arguments, ast.List) and ast.literal_eval(arguments.elts[0]) == "-m", (
+                    f"{_module_name(path)}:{node.lineno} runs a child that is not `-m MODULE`")
+                children.append(ast.literal_eval(arguments.elts[1]))
+    assert children and all(_is_module(module) for module in children), children

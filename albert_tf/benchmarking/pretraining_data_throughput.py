@@ -1,6 +1,7 @@
 """Measuring create_pretraining_data: a synthetic corpus, and a run in a child process with its rate and peak memory.
 
-The generator runs in the child (`python -c`), so this module imports nothing of data_gen.
+The generator runs in the child (`python -m albert_tf.benchmarking.pretraining_data_child`), so this module imports
+nothing of data_gen.
 """
 
 import itertools
@@ -42,15 +43,8 @@ def write_synthetic_corpus(path: str, num_documents: int, seed: int = 0,
     return path
 
 
-_MEASURE_CHILD = """
-import json, sys
-from data_gen.pretraining.create_pretraining_data import create_pretraining_data, output_shard_paths
-arguments = json.loads(sys.argv[1])
-output_files = output_shard_paths(arguments.pop("output_file"), arguments.pop("num_output_shards"))
-summary = create_pretraining_data(arguments.pop("input_files"), output_files, arguments.pop("spm_model_file"),
-                                  **arguments)
-print("SUMMARY " + json.dumps({"seconds": summary["seconds"], "totals": summary["totals"]}))
-"""
+# The child process (pretraining_data_child) prints the job's time and totals on a line that starts with this.
+CHILD_SUMMARY_MARKER = "SUMMARY "
 
 
 def measure_throughput(input_files: Union[str, Sequence[str]], output_dir: str, spm_model_file: str, *,
@@ -77,8 +71,8 @@ def measure_throughput(input_files: Union[str, Sequence[str]], output_dir: str, 
     arguments = dict(generation_arguments, input_files=input_files, spm_model_file=spm_model_file,
                      num_workers=num_workers, output_file=os.path.join(output_dir, "measure.tfrecord"),
                      num_output_shards=num_output_shards)
-    child = run_python_child(["-c", _MEASURE_CHILD, json.dumps(arguments)], "SUMMARY ",
-                             "create_pretraining_data failed in the measuring child",
+    child = run_python_child(["-m", "albert_tf.benchmarking.pretraining_data_child", json.dumps(arguments)],
+                             CHILD_SUMMARY_MARKER, "create_pretraining_data failed in the measuring child",
                              memory_poll_seconds=poll_seconds)
     result = child.record
     instances, seconds = result["totals"]["instances"], result["seconds"]

@@ -45,6 +45,8 @@ SETTING_FIELDS = ("workload", "preset", "batch_size", "seq_length", "mixed_preci
 MEASURED_FIELDS = ("seq_per_s_median", "seq_per_s_min", "seq_per_s_max", "gflop_per_s", "peak_gflop_per_s",
                    "peak_fraction", "peak_rss_mb")
 RECORD_FIELDS = SETTING_FIELDS + MEASURED_FIELDS
+# The child process (workload_child) prints its record on a line that starts with this.
+CHILD_RECORD_MARKER = "BENCHMARK_RECORD "
 
 
 @dataclasses.dataclass
@@ -318,23 +320,16 @@ def run_model_workload(workload: str, settings: BenchmarkSettings) -> dict:
         }
 
 
-_CHILD = """
-import json, sys
-from albert_tf.benchmarking.workloads import BenchmarkSettings, run_model_workload
-record = run_model_workload(sys.argv[1], BenchmarkSettings(**json.loads(sys.argv[2])))
-print("BENCHMARK_RECORD " + json.dumps(record))
-"""
-
-
 def run_in_subprocess(workload: str, settings: BenchmarkSettings, timeout_seconds: Optional[float] = None) -> dict:
-    """`run_model_workload` in a fresh Python process, so its peak RSS is this workload's alone.
+    """`run_model_workload` in a fresh Python process (workload_child), so its peak RSS is this workload's alone.
 
     Example:
     >>> record = run_in_subprocess("pretrain_step", settings)  # doctest: +SKIP
     >>> record["peak_rss_mb"]  # doctest: +SKIP
     1180.4
     """
-    return run_python_child(["-c", _CHILD, workload, json.dumps(dataclasses.asdict(settings))], "BENCHMARK_RECORD ",
+    return run_python_child(["-m", "albert_tf.benchmarking.workload_child", workload,
+                             json.dumps(dataclasses.asdict(settings))], CHILD_RECORD_MARKER,
                             f"Benchmark workload {workload} on {settings.model_name} failed in its child process",
                             timeout_seconds=timeout_seconds).record
 
