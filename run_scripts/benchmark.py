@@ -11,7 +11,7 @@ create_pretraining_data (instances/s per worker). Prints a Markdown table (see a
 for the FLOP formula, albert_tf/benchmarking/workloads.py for how the peak is measured) and writes the records
 to --output_json. Runs on the GPU when TensorFlow sees one. --compare_peers times our pretraining step (with
 AdamW) beside keras-hub's and transformers' ALBERT on the same workload, in float32 and bfloat16 (see
-albert_tf/benchmarking/peers.py; `make peers` installs keras-hub); alone, it runs no other workload.
+albert_tf/benchmarking/peer_comparison.py; `make peers` installs keras-hub); alone, it runs no other workload.
 """
 
 import json
@@ -19,8 +19,8 @@ import os
 
 from absl import app, flags
 
-from albert_tf.benchmarking.peer_steps import PRECISIONS
-from albert_tf.benchmarking.peers import PEERS, check_peers_installed, compare_peers, parse_peers
+from albert_tf.benchmarking.peer_comparison import check_peers_installed, compare_peers, parse_peers
+from albert_tf.benchmarking.peer_protocol import PEERS, PRECISIONS
 from albert_tf.benchmarking.tables import comparison_table, markdown_table, peer_table
 from albert_tf.benchmarking.suite import (DATA_WORKLOADS, WORKLOADS, BenchmarkOptions, DataWorkloadOptions,
                                           run_benchmarks)

@@ -32,10 +32,13 @@ ALLOWED = {
     # The evaluations read the readers' examples and features (SQuAD's, the CoNLL tag schemes); no reader imports
     # an evaluation.
     "data_gen.evaluation": BASE | {"data_gen.readers"},
+    # The code that measures the peers, outside the installed packages: it reads what it shares with the comparison
+    # that runs it (albert_tf.benchmarking.peer_protocol), and nothing installed imports it.
+    "peers": {"albert_tf.benchmarking"},
 }
-FIRST_PARTY = ("albert_tf", "data_gen", "run_scripts")
+FIRST_PARTY = ("albert_tf", "data_gen", "run_scripts", "peers")
 LIBRARY = ("albert_tf", "data_gen")
-CODE = LIBRARY + ("run_scripts",)
+CODE = LIBRARY + ("run_scripts", "peers")
 
 
 def _part(module):
@@ -69,7 +72,7 @@ def _module_name(path):
     return ".".join(path.relative_to(REPO_ROOT).with_suffix("").parts).removesuffix(".__init__")
 
 
-@pytest.mark.parametrize("path", _source_files("albert_tf", "data_gen"), ids=_module_name)
+@pytest.mark.parametrize("path", _source_files(*LIBRARY, "peers"), ids=_module_name)
 def test_imports_follow_the_layout(path):
     own = _part(_module_name(path))
     if own == "albert_tf":
@@ -91,6 +94,12 @@ def test_only_scripts_and_tests_import_run_scripts_and_no_library_module_defines
                 offenders.append(f"{_module_name(path)}:{node.lineno} imports absl.flags")
             if isinstance(node, ast.Import) and any(alias.name == "absl.flags" for alias in node.names):
                 offenders.append(f"{_module_name(path)}:{node.lineno} imports absl.flags")
+    assert offenders == []
+
+
+def test_nothing_installed_imports_the_peers_code():
+    offenders = [f"{_module_name(path)}:{line} imports {name}" for path in _source_files(*LIBRARY, "run_scripts")
+                 for line, name in _imports(path) if name.split(".")[0] == "peers"]
     assert offenders == []
 
 
@@ -252,10 +261,15 @@ def _test_imports(path):
 def test_child_processes_run_modules_of_this_repository_not_code_strings():
     children = []
     for path in _source_files(*LIBRARY):
-        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        # A child's module may be named by a module-level constant.
+        constants = {node.targets[0].id: node.value.value for node in tree.body if isinstance(node, ast.Assign)
+                     and isinstance(node.targets[0], ast.Name) and isinstance(node.value, ast.Constant)}
+        for node in ast.walk(tree):
             if isinstance(node, ast.Call) and getattr(node.func, "id", None) == "run_python_child":
                 arguments = node.args[0]
                 assert isinstance(arguments, ast.List) and ast.literal_eval(arguments.elts[0]) == "-m", (
                     f"{_module_name(path)}:{node.lineno} runs a child that is not `-m MODULE`")
-                children.append(ast.literal_eval(arguments.elts[1]))
+                module = arguments.elts[1]
+                children.append(constants[module.id] if isinstance(module, ast.Name) else ast.literal_eval(module))
     assert children and all(_is_module(module) for module in children), children

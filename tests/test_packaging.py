@@ -1,6 +1,7 @@
 """pyproject.toml: `pip install .` gives packages that run as `python -m run_scripts.<name>` from anywhere, and
 Beam's --setup_file stages them for its workers."""
 import glob
+import json
 import os
 import shutil
 import subprocess
@@ -11,11 +12,15 @@ import tomllib
 
 import pytest
 
-from tests.helpers import REPO_ROOT
+from tests.helpers import REPO_ROOT, run_python
 
 _SOURCE_FILES = ("pyproject.toml", "setup.py", "MANIFEST.in", "README.md", "requirements.txt",
                  "requirements-beam.txt", "requirements-onnx.txt", "requirements-hub.txt", "albert_tf", "data_gen",
-                 "run_scripts")
+                 "run_scripts", "peers")
+# Where `make install` puts what the library's modules import outside site-packages (scipy for the report), and the
+# extras, as tests/conftest.py lends them to the tests.
+_EXTRA_PACKAGES = [os.path.join(REPO_ROOT, ".venv", name) for name in ("test-oracles", "report", "beam", "onnx")]
+PEER_FRAMEWORKS = ("keras_hub", "transformers", "torch")
 BEAM_PACKAGES = os.path.join(REPO_ROOT, ".venv", "beam")
 
 
@@ -47,6 +52,14 @@ def test_installed_package_runs_a_script_from_another_directory(tmp_path):
     found = _run(python, "-c", "import run_scripts, data_gen, albert_tf; print(run_scripts.__file__)", cwd=elsewhere)
     assert found.returncode == 0, found.stderr
     assert found.stdout.strip().startswith(str(environment)), found.stdout
+    # Every subpackage is installed; the code that measures the peers (peers/) is not.
+    subpackages = ("data_gen.pretraining", "data_gen.readers", "data_gen.evaluation", "albert_tf.experiments.datasets")
+    specs = _run(python, "-c", "import importlib.util, json, sys\n"
+                 "specs = [importlib.util.find_spec(name) for name in sys.argv[1:]]\n"
+                 "print(json.dumps([spec and spec.origin for spec in specs]))", *subpackages, "peers", cwd=elsewhere)
+    assert specs.returncode == 0, specs.stderr
+    origins = json.loads(specs.stdout)
+    assert all(origin.startswith(str(environment)) for origin in origins[:-1]) and origins[-1] is None, origins
     for command in ([python, "-m", "run_scripts.create_pretraining_data"],
                     [str(environment / "bin" / "albert-create-pretraining-data")]):
         helped = _run(*command, "--help", cwd=elsewhere)
@@ -109,9 +122,11 @@ def test_beams_setup_file_staging_builds_the_sdist_its_workers_install(tmp_path)
                    "albert_tf/__init__.py",
                    "albert_tf/tokenization.py", "data_gen/file_io.py", "data_gen/pretraining/beam_pipeline.py",
                    "data_gen/pretraining/create_pretraining_data.py", "data_gen/pretraining/instances.py",
-                   "data_gen/pretraining/tfrecord_framing.py", "run_scripts/create_pretraining_data.py"):
+                   "data_gen/pretraining/tfrecord_framing.py", "data_gen/readers/glue.py",
+                   "data_gen/evaluation/squad_evaluation.py", "albert_tf/experiments/datasets/sentence_pair_eval.py",
+                   "run_scripts/create_pretraining_data.py"):
         assert needed in names, f"{needed} is missing from the sdist {sdist}"
-    assert not [name for name in names if name.startswith("tests/")]
+    assert not [name for name in names if name.startswith(("tests/", "peers/"))]
 
     target = tmp_path / "worker"
     installed = _run(sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--no-index",
@@ -137,3 +152,25 @@ def test_the_hub_extra_installs_what_loading_a_tf_hub_module_needs_at_the_tested
 
     assert pins("requirements-hub.txt") == {"tensorflow-hub==0.16.1", "tf-keras==2.21.0"}
     assert pins("requirements-hub.txt") <= pins("requirements-dev.txt")
+
+
+@pytest.mark.slow
+def test_the_installed_packages_import_no_peer_framework():
+    """Every module of albert_tf and data_gen, imported in a fresh process, leaves keras-hub, transformers and PyTorch
+    unimported: only peers/, which is not installed, measures them."""
+    code = ("import importlib, json, pkgutil, sys\n"
+            "sys.path.extend(json.loads(sys.argv[1]))\n"
+            "import albert_tf, data_gen\n"
+            "names = [module.name for package in (albert_tf, data_gen)\n"
+            "         for module in pkgutil.walk_packages(package.__path__, package.__name__ + '.')]\n"
+            "for name in names:\n"
+            "    importlib.import_module(name)\n"
+            "peer_frameworks = sorted(set(json.loads(sys.argv[2])) & set(sys.modules))\n"
+            "print(json.dumps({'modules': names, 'peer_frameworks': peer_frameworks}))\n")
+    result = run_python("-c", code, json.dumps([path for path in _EXTRA_PACKAGES if os.path.isdir(path)]),
+                        json.dumps(PEER_FRAMEWORKS), timeout=600)
+    assert result.returncode == 0, result.stderr[-3000:]
+    imported = json.loads(result.stdout.splitlines()[-1])
+    assert {"data_gen.pretraining.beam_pipeline", "albert_tf.benchmarking.peer_comparison",
+            "albert_tf.checkpoints.conversion", "albert_tf.checkpoints.hf_names"} <= set(imported["modules"])
+    assert imported["peer_frameworks"] == []

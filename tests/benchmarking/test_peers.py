@@ -5,8 +5,8 @@ import numpy as np
 import pytest
 
 from albert_tf import AlbertConfig
-from albert_tf.benchmarking import peers
-from albert_tf.benchmarking.peer_steps import PEERS
+from albert_tf.benchmarking import peer_comparison
+from albert_tf.benchmarking.peer_protocol import PEERS
 from albert_tf.training.compile_choice import cpu_model_name
 from albert_tf.benchmarking.tables import markdown_table, peer_table
 from albert_tf.benchmarking.workloads import RECORD_FIELDS, BenchmarkSettings, random_batch
@@ -35,27 +35,27 @@ def _fake_run(rates, calls):
 
 
 def test_peers_are_parsed_in_a_fixed_order_and_an_unknown_one_is_refused():
-    assert peers.parse_peers(["transformers", "keras-hub", "transformers"]) == ("keras-hub", "transformers")
-    assert peers.parse_peers([]) == ()
+    assert peer_comparison.parse_peers(["transformers", "keras-hub", "transformers"]) == ("keras-hub", "transformers")
+    assert peer_comparison.parse_peers([]) == ()
     with pytest.raises(ValueError, match=r"^Unknown peers \['jax'\]; allowed: keras-hub, transformers\.$"):
-        peers.parse_peers(["keras-hub", "jax"])
+        peer_comparison.parse_peers(["keras-hub", "jax"])
     with pytest.raises(ValueError, match="Unknown peer precisions"):
-        peers.configurations(["keras-hub"], ["float16"])
+        peer_comparison.configurations(["keras-hub"], ["float16"])
 
 
 def test_configurations_run_ours_then_each_peer_per_precision():
-    assert [row.label for row in peers.configurations(["transformers", "keras-hub"])] == [
+    assert [row.label for row in peer_comparison.configurations(["transformers", "keras-hub"])] == [
         "ours float32", "keras-hub float32", "transformers float32",
         "ours bfloat16", "keras-hub bfloat16", "transformers bfloat16"]
 
 
 def test_comparison_interleaves_the_repeats_and_takes_ratios_against_keras_hub_float32(monkeypatch):
-    monkeypatch.setattr(peers, "check_peers_installed", lambda names: None)
+    monkeypatch.setattr(peer_comparison, "check_peers_installed", lambda names: None)
     rates = {"ours float32": [3.0, 1.0, 2.0], "keras-hub float32": [4.0, 4.0, 5.0],
              "ours bfloat16": [8.0, 6.0, 7.0], "keras-hub bfloat16": [1.0, 2.0, 3.0]}
     calls = []
     run = _fake_run(rates, calls)
-    records = peers.compare_peers(["keras-hub"], _settings(repeats=3), run_ours=run, run_peer=run)
+    records = peer_comparison.compare_peers(["keras-hub"], _settings(repeats=3), run_ours=run, run_peer=run)
     assert calls == ["ours float32", "keras-hub float32", "ours bfloat16", "keras-hub bfloat16"] * 3
     by_label = {record["configuration"]: record for record in records}
     assert [record["configuration"] for record in records] == calls[:4]
@@ -74,10 +74,11 @@ def test_comparison_interleaves_the_repeats_and_takes_ratios_against_keras_hub_f
 
 def test_our_row_runs_the_pretraining_step_in_its_precision_with_adamw_once(monkeypatch):
     runs = []
-    monkeypatch.setattr(peers, "run_in_subprocess", lambda workload, settings, timeout_seconds=None: runs.append(
-        (workload, settings)) or {"seq_per_s_median": 2.0})
+    monkeypatch.setattr(peer_comparison, "run_in_subprocess",
+                        lambda workload, settings, timeout_seconds=None: runs.append(
+                            (workload, settings)) or {"seq_per_s_median": 2.0})
     for precision in ("float32", "bfloat16"):
-        record = peers.run_ours(peers.Configuration("ours", precision), _settings(repeats=3))
+        record = peer_comparison.run_ours(peer_comparison.Configuration("ours", precision), _settings(repeats=3))
         assert record["seq_per_s"] == 2.0 and record["optimizer"] == "albert-tf AdamW (original's)"
     assert [(workload, settings.mixed_precision, settings.optimizer, settings.repeats)
             for workload, settings in runs] == [("pretrain_step", "float32", "adamw", 1),
@@ -85,27 +86,37 @@ def test_our_row_runs_the_pretraining_step_in_its_precision_with_adamw_once(monk
 
 
 def test_without_keras_hub_the_ratios_are_against_our_float32_step(monkeypatch):
-    monkeypatch.setattr(peers, "check_peers_installed", lambda names: None)
+    monkeypatch.setattr(peer_comparison, "check_peers_installed", lambda names: None)
     rates = {"ours float32": [2.0], "transformers float32": [1.0]}
     run = _fake_run(rates, [])
-    records = peers.compare_peers(["transformers"], _settings(), precisions=["float32"], run_ours=run, run_peer=run)
+    records = peer_comparison.compare_peers(["transformers"], _settings(), precisions=["float32"], run_ours=run,
+                                            run_peer=run)
     assert [(record["reference"], record["vs_reference"]) for record in records] == [
         ("ours float32", 1.0), ("ours float32", 0.5)]
 
 
 def test_comparison_refuses_a_sharing_the_peers_cannot_build():
     with pytest.raises(ValueError, match="share_type='attention'"):
-        peers.compare_peers(["keras-hub"], _settings(config=AlbertConfig(**TINY, share_type="attention").to_dict()))
+        peer_comparison.compare_peers(["keras-hub"],
+                                      _settings(config=AlbertConfig(**TINY, share_type="attention").to_dict()))
     uneven_groups = AlbertConfig(**dict(TINY, num_hidden_layers=3, num_hidden_groups=2))
     with pytest.raises(ValueError, match="num_hidden_layers=3, num_hidden_groups=2"):
-        peers.compare_peers(["transformers"], _settings(config=uneven_groups.to_dict()))
+        peer_comparison.compare_peers(["transformers"], _settings(config=uneven_groups.to_dict()))
 
 
 def test_missing_peer_packages_are_named_with_the_make_target(monkeypatch, tmp_path):
-    monkeypatch.setattr(peers, "PEER_PACKAGES", str(tmp_path))
+    monkeypatch.setattr(peer_comparison, "PEER_PACKAGES", str(tmp_path))
     with pytest.raises(RuntimeError, match=r"needs keras_hub: run `make peers`"):
-        peers.check_peers_installed(["keras-hub"])
-    peers.check_peers_installed(["transformers"])  # requirements-dev.txt's
+        peer_comparison.check_peers_installed(["keras-hub"])
+    peer_comparison.check_peers_installed(["transformers"])  # requirements-dev.txt's
+
+
+def test_outside_a_checkout_the_peer_steps_are_missing_and_said_to_be(monkeypatch, tmp_path):
+    # As installed by pip: albert_tf's parent directory holds no peers/.
+    monkeypatch.setattr(peer_comparison, "REPOSITORY_ROOT", str(tmp_path))
+    with pytest.raises(RuntimeError, match=r"from a checkout of albert-tf: .* has no peers/"):
+        peer_comparison.check_peers_installed(["transformers"])
+    peer_comparison.check_peers_installed([])  # no peer, nothing to run
 
 
 def test_peer_table_sorts_by_speed_and_shows_the_ratio_and_the_cpu():
@@ -131,12 +142,13 @@ def test_cpu_model_is_named_and_the_workload_table_shows_it():
 @pytest.mark.slow
 @pytest.mark.parametrize("precision", ["float32", "bfloat16"])
 def test_each_peer_trains_the_same_batch_and_loss_in_its_own_process(precision, tmp_path):
-    peers.check_peers_installed(PEERS)
+    peer_comparison.check_peers_installed(PEERS)
     config = AlbertConfig(**TINY)
     batch_file = tmp_path / "batch.npz"
     np.savez(batch_file, **random_batch("pretrain_step", config, BATCH, SEQ, PREDICTIONS))
-    spec = peers.peer_spec(_settings(steps=2), str(batch_file))
-    records = [peers.run_peer(peers.Configuration(peer, precision), spec, timeout_seconds=300) for peer in PEERS]
+    spec = peer_comparison.peer_spec(_settings(steps=2), str(batch_file))
+    records = [peer_comparison.run_peer(peer_comparison.Configuration(peer, precision), spec, timeout_seconds=300)
+               for peer in PEERS]
     for peer, record in zip(PEERS, records):
         assert record["implementation"] == peer and record["precision"] == precision
         assert record["mlm_logits_shape"] == [BATCH, PREDICTIONS, config.vocab_size]

@@ -3,7 +3,7 @@
 Every configuration (an implementation in a precision) trains the same config, batch (random_batch's, written
 once to a file all read), sequence length, masked positions and loss with AdamW: ours is the `pretrain_step`
 workload with our AdamW (the original's, without bias correction) instead of its default LAMB, the peers the
-steps of albert_tf/benchmarking/peer_steps.py with their frameworks' AdamW. Each configuration runs in a
+steps of peers/pretraining_steps.py with their frameworks' AdamW. Each configuration runs in a
 process of its own, interleaved over the repeats (ours-f32, keras-hub-f32, transformers-f32, ours-bf16, ...,
 then again), so a machine that slows down during the run slows every configuration alike. Each record holds the
 median, min and max sequences/s over the repeats, the largest peak RSS, and its ratio against keras-hub float32
@@ -25,7 +25,7 @@ import numpy as np
 
 from albert_tf.benchmarking.child_process import REPOSITORY_ROOT, run_python_child
 from albert_tf.benchmarking.flops import workload_flops
-from albert_tf.benchmarking.peer_steps import PEERS, PRECISIONS, RECORD_MARKER
+from albert_tf.benchmarking.peer_protocol import PEERS, PRECISIONS, RECORD_MARKER
 from albert_tf.benchmarking.probes import device_description, load_average
 from albert_tf.benchmarking.workloads import BenchmarkSettings, random_batch, run_in_subprocess, summarize
 from albert_tf.checkpoints.hf_names import hf_config_from_albert, uses_plain_layout
@@ -34,6 +34,8 @@ from albert_tf.training.compile_choice import cpu_model_name
 OURS = "albert-tf"
 IMPLEMENTATIONS = (OURS,) + PEERS
 PEER_PACKAGES = os.path.join(REPOSITORY_ROOT, ".venv", "peers")
+# The peers' steps import their frameworks, so they live outside the installed packages, in the checkout's peers/.
+PEER_STEPS_MODULE = "peers.pretraining_steps"
 # The learning rate every configuration's AdamW starts from: our pretrain_step's (run_pretraining's default).
 LEARNING_RATE = 0.00176
 _PEER_MODULES = {"keras-hub": ("keras_hub",), "transformers": ("torch", "transformers")}
@@ -54,10 +56,15 @@ def parse_peers(names: Sequence[str]) -> tuple:
 
 
 def check_peers_installed(peers: Sequence[str]) -> None:
-    """Fails, naming the missing packages and `make peers`, unless each peer's packages can be imported.
+    """Fails, naming the missing packages and `make peers`, unless each peer's packages can be imported and the peers'
+    steps (peers/, which the package does not install) are in the checkout this runs from.
 
     Looked up without importing them: this process stays free of keras-hub and PyTorch.
     """
+    if peers and importlib.machinery.PathFinder.find_spec(PEER_STEPS_MODULE.split(".")[0],
+                                                          [REPOSITORY_ROOT]) is None:
+        raise RuntimeError(f"The peer comparison runs the peers' steps from a checkout of albert-tf: {REPOSITORY_ROOT} "
+                           "has no peers/ (pip install . does not install it).")
     path = [*sys.path, PEER_PACKAGES]
     missing = [module for peer in peers for module in _PEER_MODULES[peer]
                if importlib.machinery.PathFinder.find_spec(module, path) is None]
@@ -93,7 +100,8 @@ def configurations(peers: Sequence[str], precisions: Sequence[str] = PRECISIONS)
 
 
 def peer_spec(settings: BenchmarkSettings, batch_file: str) -> dict:
-    """What a peer's child process needs (peer_steps.run_peer_step): sizes, timing, the batch's file."""
+    """What a peer's child process needs (peers/pretraining_steps.py's run_peer_step): sizes, timing,
+    the batch's file."""
     config = settings.albert_config()
     # The SOP head's dropout is the config's, as in our pretrainer (transformers' own default is 0.1).
     hf_config = hf_config_from_albert(config, ["AlbertForPreTraining"],
@@ -113,9 +121,9 @@ def run_ours(configuration: Configuration, settings: BenchmarkSettings, timeout_
 
 
 def run_peer(configuration: Configuration, spec: dict, timeout_seconds: Optional[float] = None) -> dict:
-    """`configuration`'s peer step (peer_steps.run_peer_step) in a Python process of its own; its record."""
+    """`configuration`'s peer step (peers/pretraining_steps.py) in a Python process of its own; its record."""
     return run_python_child(
-        ["-m", "albert_tf.benchmarking.peer_steps", configuration.implementation, configuration.precision,
+        ["-m", PEER_STEPS_MODULE, configuration.implementation, configuration.precision,
          json.dumps(spec)], RECORD_MARKER, f"The peer comparison's {configuration.label} step failed in its "
         "child process", timeout_seconds=timeout_seconds).record
 

@@ -1,4 +1,5 @@
-"""The peers' pretraining steps, each timed in a child process of its own (albert_tf/benchmarking/peers.py runs it).
+"""The peers' pretraining steps, each timed in a child process of its own (albert_tf.benchmarking.peer_comparison runs
+it).
 
 keras-hub's `AlbertBackbone` and transformers' `AlbertForPreTraining` run the step of our `pretrain_step`
 workload: the encoder, the MLM head on the masked positions only (gathered before the transform, as our
@@ -21,8 +22,8 @@ from typing import Callable, Dict, Tuple
 
 import numpy as np
 
-PEERS = ("keras-hub", "transformers")
-PRECISIONS = ("float32", "bfloat16")
+from albert_tf.benchmarking.peer_protocol import PEERS, PRECISIONS, RECORD_MARKER
+
 WEIGHT_DECAY_RATE = 0.01
 ADAM_EPSILON = 1e-6
 CLIP_NORM = 1.0
@@ -30,7 +31,6 @@ CLIP_NORM = 1.0
 MLM_DENOMINATOR_EPSILON = 1e-5
 LAYER_NORM_EPSILON = 1e-12
 INITIALIZER_RANGE = 0.02
-RECORD_MARKER = "PEER_RECORD "
 
 
 def _keras_hub_step(spec: dict, precision: str, batch: Dict[str, np.ndarray]) -> Tuple[Callable, dict]:
@@ -201,7 +201,7 @@ def run_peer_step(peer: str, precision: str, spec: dict) -> dict:
 
 
 def main(argv):
-    """The child's entry: `python -m albert_tf.benchmarking.peer_steps PEER PRECISION SPEC_JSON`.
+    """The child's entry: `python -m peers.pretraining_steps PEER PRECISION SPEC_JSON`.
 
     The spec's "extra_paths" (where `make peers` installed keras-hub) go at the end of this process's path only,
     after site-packages, so nothing there can shadow the environment's own packages.
