@@ -28,7 +28,7 @@ from absl import logging
 
 from albert_tf.experiments.budgets import Budget
 from albert_tf.experiments.datasets import document_classification, package_classification
-from albert_tf.experiments.json_files import read_json, write_json
+from albert_tf.experiments.atomic_json import read_json, write_json
 from albert_tf.experiments.pretraining_data import PretrainingData
 from albert_tf.experiments.arms import Arm
 from albert_tf.experiments.stopping import stopped_during

@@ -34,7 +34,7 @@ import math
 import os
 from typing import Dict, Mapping, Optional, Sequence
 
-from albert_tf.experiments.json_files import read_json, write_json
+from albert_tf.experiments.atomic_json import read_json, write_json
 from albert_tf.experiments.write_report import put_report_packages_on_path
 
 GATE_NAME = "gate.json"

@@ -14,7 +14,7 @@ from typing import Dict, Mapping
 from albert_tf.experiments import dropout, embedding_size, layer_transitions, sharing, sop_vs_nsp, speed_report
 from albert_tf.experiments.arms import reused_trainings
 from albert_tf.experiments.budgets import SpeedBudget
-from albert_tf.experiments.json_files import read_json
+from albert_tf.experiments.atomic_json import read_json
 from albert_tf.experiments.report import write_report
 from albert_tf.experiments.verdicts import ClaimRules
 from albert_tf.experiments.write_report import REPORT_INPUTS_NAME

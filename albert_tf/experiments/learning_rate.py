@@ -23,7 +23,7 @@ from absl import logging
 from albert_tf.config import AlbertConfig
 from albert_tf.experiments.budgets import Budget
 from albert_tf.experiments.pretraining_data import PretrainingData
-from albert_tf.experiments.json_files import read_json
+from albert_tf.experiments.atomic_json import read_json
 from albert_tf.experiments.arms import Arm
 from albert_tf.experiments.runner import ARM_RESULT_NAME, arm_directory, run_arm
 

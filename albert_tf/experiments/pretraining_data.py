@@ -25,7 +25,7 @@ from absl import logging
 from albert_tf.experiments.budgets import Budget
 from albert_tf.experiments.datasets.document_classification import read_text_documents
 from albert_tf.experiments.datasets.sentence_pair_eval import write_sentence_pair_eval_set
-from albert_tf.experiments.json_files import read_json, write_json
+from albert_tf.experiments.atomic_json import read_json, write_json
 from data_gen.pretraining import build_vocab, corpora
 from data_gen.pretraining.create_pretraining_data import create_pretraining_data, output_shard_paths
 

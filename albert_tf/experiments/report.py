@@ -19,7 +19,7 @@ import matplotlib.colors
 import matplotlib.ticker
 import numpy as np
 
-from albert_tf.experiments.json_files import write_json
+from albert_tf.experiments.atomic_json import write_json
 from albert_tf.experiments.learning_curves import experiment_curves, plot_learning_curves
 from albert_tf.experiments.plotting import PANEL_TITLE_FONT_SIZE, panels
 from albert_tf.experiments.verdicts import MIN_SEEDS, NON_INFERIORITY_TEST, POWER, SIGNIFICANCE

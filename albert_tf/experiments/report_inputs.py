@@ -20,7 +20,7 @@ from typing import Mapping, Optional, Sequence
 
 from albert_tf.experiments.budgets import Budget
 from albert_tf.experiments.downstream import DOWNSTREAM_DIR_NAME, RESULT_NAME
-from albert_tf.experiments.json_files import write_json
+from albert_tf.experiments.atomic_json import write_json
 from albert_tf.experiments.runner import ARM_RESULT_NAME
 from albert_tf.experiments.speed_report import NAME as SPEED
 from albert_tf.experiments.write_report import REPORT_INPUTS_NAME

@@ -37,7 +37,7 @@ from absl import logging
 from albert_tf.config import AlbertConfig
 from albert_tf.experiments.arms import Arm
 from albert_tf.experiments.budgets import Budget
-from albert_tf.experiments.json_files import read_json, write_json
+from albert_tf.experiments.atomic_json import read_json, write_json
 from albert_tf.experiments.learning_curves import training_curve
 from albert_tf.experiments.pretraining_data import PretrainingData
 from albert_tf.experiments.sittings import read_sittings, sitting, training_record

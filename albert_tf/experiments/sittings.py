@@ -26,7 +26,7 @@ from typing import Callable, Dict, Iterator, List, Mapping, Optional
 
 import tensorflow as tf
 
-from albert_tf.experiments.json_files import read_json, write_json
+from albert_tf.experiments.atomic_json import read_json, write_json
 from albert_tf.training.bfloat16_support import cpu_bfloat16_units
 from albert_tf.training.compile_choice import JitCompileChoice, cpu_model_name
 

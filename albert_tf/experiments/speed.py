@@ -26,7 +26,7 @@ from absl import logging
 from albert_tf.benchmarking.workloads import BenchmarkSettings, run_in_subprocess, run_model_workload
 from albert_tf.config import PRESETS, AlbertConfig
 from albert_tf.experiments.budgets import SpeedBudget
-from albert_tf.experiments.json_files import read_json, write_json
+from albert_tf.experiments.atomic_json import read_json, write_json
 from albert_tf.experiments.speed_report import MODELS, NAME, WORKLOAD, record_path
 from albert_tf.models.param_count import encoder_parameters
 

@@ -21,7 +21,7 @@ import os
 from typing import Dict, List, Mapping, Optional
 
 from albert_tf.experiments.budgets import SpeedBudget
-from albert_tf.experiments.json_files import read_json
+from albert_tf.experiments.atomic_json import read_json
 
 NAME = "speed"
 REFERENCE = "bert-large"

@@ -9,7 +9,7 @@ import pytest
 from albert_tf.config import AlbertConfig
 from albert_tf.experiments import speed
 from albert_tf.experiments.budgets import SpeedBudget, budget_for
-from albert_tf.experiments.json_files import read_json, write_json
+from albert_tf.experiments.atomic_json import read_json, write_json
 from albert_tf.experiments.report import write_report
 from albert_tf.experiments.reproduce import ReproduceOptions, run_reproduction
 from albert_tf.experiments.speed_report import speed_report_section

@@ -23,7 +23,7 @@ from albert_tf.experiments.report_inputs import record_report_inputs
 from albert_tf.experiments.reproduce import experiment_names
 from albert_tf.experiments.significance import detectable_difference
 from albert_tf.experiments.budgets import budget_for
-from albert_tf.experiments.json_files import read_json, write_json
+from albert_tf.experiments.atomic_json import read_json, write_json
 from albert_tf.experiments.verdicts import (MASKED_LM_FAILED, ClaimRules, judge_difference, pretraining_summary,
                                             summary_text)
 from albert_tf.experiments.write_report import REPORT_INPUTS_NAME, write_report_in_child
