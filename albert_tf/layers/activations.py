@@ -2,7 +2,7 @@
 
 import tensorflow as tf
 
-from albert_tf.layers.fused import xla_fused
+from albert_tf.layers.fused_elementwise import xla_fused
 
 
 _SQRT_2_OVER_PI = 0.7978845608028654

@@ -5,11 +5,11 @@ import math
 import keras
 import tensorflow as tf
 
-from albert_tf.layers.compute_copies import dense_variables, dense_weight
-from albert_tf.layers.fused import attention_probabilities
+from albert_tf.layers.fused_elementwise import attention_probabilities
 from albert_tf.layers.initializers import LAYER_NORM_EPSILON, truncated_normal
 from albert_tf.layers.layer_normalization import AlbertLayerNormalization
 from albert_tf.layers.replica_dropout import ReplicaDropout
+from albert_tf.layers.shared_weight_copies import dense_variables, dense_weight
 
 
 class AlbertAttention(keras.layers.Layer):
@@ -17,7 +17,7 @@ class AlbertAttention(keras.layers.Layer):
 
     The post-attention LayerNorm belongs to this half, so sharing attention shares it too
     (paper Table 4 counts it that way). Softmax runs in float32 under mixed precision, with the scale
-    and the mask's bias, in training as one XLA-fused loop (albert_tf/layers/fused.py).
+    and the mask's bias, in training as one XLA-fused loop (albert_tf/layers/fused_elementwise.py).
     `attention_bias` is [B, 1, 1, S] float32, 0 for real tokens and -10000 for padding; the
     encoder computes it once and passes it to every depth. `query_states`, rows of `hidden_states`
     ([B, P, H]), limit the output to those rows: only they are queried, projected and normalized,

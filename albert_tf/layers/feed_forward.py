@@ -4,12 +4,12 @@ import keras
 import tensorflow as tf
 
 from albert_tf.layers.activations import activation_with_derivative, get_activation
-from albert_tf.layers.compute_copies import dense_variables, dense_weight
-from albert_tf.layers.fused import xla_fused
+from albert_tf.layers.fused_elementwise import xla_fused
 from albert_tf.layers.initializers import LAYER_NORM_EPSILON, truncated_normal
 from albert_tf.layers.layer_normalization import AlbertLayerNormalization
 from albert_tf.layers.recomputation import ordered_input_for_recomputation
 from albert_tf.layers.replica_dropout import ReplicaDropout
+from albert_tf.layers.shared_weight_copies import dense_variables, dense_weight
 
 
 # An XLA-compiled function's output is a tensor of its own: Grappler folds a plain tf.transpose back into the

@@ -3,7 +3,7 @@
 import keras
 import tensorflow as tf
 
-from albert_tf.layers.fused import traced_for_xla, xla_fused
+from albert_tf.layers.fused_elementwise import traced_for_xla, xla_fused
 
 
 @xla_fused

@@ -5,7 +5,7 @@ from typing import Callable, List, Optional, Sequence, Union
 import tensorflow as tf
 from tensorflow.compiler.tf2xla.python import xla
 
-from albert_tf.layers.fused import traced_for_xla
+from albert_tf.layers.fused_elementwise import traced_for_xla
 from albert_tf.layers.replica_dropout import recording_dropout_seeds, replaying_dropout_seeds
 
 BlockFn = Callable[[int, tf.Tensor, tf.Tensor], tf.Tensor]

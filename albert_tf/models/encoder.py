@@ -7,7 +7,7 @@ import tensorflow as tf
 
 from albert_tf.config import AlbertConfig
 from albert_tf.layers.attention import AlbertAttention
-from albert_tf.layers.compute_copies import per_use_compute_copies
+from albert_tf.layers.shared_weight_copies import per_use_compute_copies
 from albert_tf.layers.embeddings import AlbertEmbeddings
 from albert_tf.layers.feed_forward import AlbertFeedForward
 from albert_tf.layers.initializers import truncated_normal
@@ -72,7 +72,7 @@ class AlbertEncoder(keras.Model):
 
     In training, a half that several stored blocks apply has its weights read (and under mixed precision
     cast) once for all of them, and their gradients summed as the backward pass produces them
-    (albert_tf/layers/compute_copies.py), not once a depth.
+    (albert_tf/layers/shared_weight_copies.py), not once a depth.
 
     Example:
     >>> config = AlbertConfig(vocab_size=100, hidden_size=32, num_hidden_layers=2,

@@ -131,8 +131,8 @@ def _projection_kernels_by_role(encoder):
 @pytest.mark.parametrize("mode", ["eager", "graph", "xla"])
 def test_training_sums_the_shared_kernels_depth_gradients_in_float32(mode, policy):
     """In training a shared half's weights are read (and cast) once a step for all depths
-    (albert_tf/layers/compute_copies.py); each kernel's gradient is still the float32 sum of the depths' gradients,
-    as in a not-shared stack holding the same weights. Eagerly the two are the same sum; in a graph Grappler
+    (albert_tf/layers/shared_weight_copies.py); each kernel's gradient is still the float32 sum of the depths'
+    gradients, as in a not-shared stack holding the same weights. Eagerly the two are the same sum; in a graph Grappler
     rewrites each graph's bfloat16 backward ops its own way, so there they agree to bfloat16's rounding."""
     keras.mixed_precision.set_global_policy(policy)
     keras.utils.set_random_seed(5)
@@ -350,8 +350,8 @@ def test_mixed_bfloat16_keeps_layer_norm_softmax_losses_and_gradients_in_float32
 
     concrete = tf.function(loss_and_gradients).get_concrete_function(batch)
     graph_def = concrete.graph.as_graph_def()
-    # The outer graph's forward ops, and those of the XLA-fused functions it calls (albert_tf/layers/fused.py),
-    # leaving out their gradients.
+    # The outer graph's forward ops, and those of the XLA-fused functions it calls
+    # (albert_tf/layers/fused_elementwise.py), leaving out their gradients.
     forward_nodes = [node for node in graph_def.node if "gradient_tape" not in node.name]
     forward_nodes += [node for function in graph_def.library.function
                       if "backward" not in function.signature.name for node in function.node_def]

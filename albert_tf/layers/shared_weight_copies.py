@@ -14,7 +14,7 @@ import keras
 import tensorflow as tf
 from keras.src.backend.common.variables import AutocastScope
 
-from albert_tf.layers.fused import xla_fused
+from albert_tf.layers.fused_elementwise import xla_fused
 
 
 def stored_value(variable: keras.Variable) -> tf.Tensor:

@@ -1,9 +1,9 @@
-"""albert_tf/layers/fused.py: the XLA-fused attention probabilities, against the unfused formula."""
+"""albert_tf/layers/fused_elementwise.py: the XLA-fused attention probabilities, against the unfused formula."""
 import numpy as np
 import pytest
 import tensorflow as tf
 
-from albert_tf.layers.fused import attention_probabilities
+from albert_tf.layers.fused_elementwise import attention_probabilities
 
 
 def _operands(dtype):

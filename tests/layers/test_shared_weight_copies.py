@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from albert_tf.layers.compute_copies import per_use_compute_copies, stored_value
+from albert_tf.layers.shared_weight_copies import per_use_compute_copies, stored_value
 
 
 def test_copies_are_the_cast_and_the_gradient_is_the_float32_sum_of_the_uses():
