@@ -11,7 +11,7 @@ from absl import flags
 from albert_tf.layers.recomputation import recompute_setting
 from albert_tf.training.compile_choice import AUTO, JIT_COMPILE_WORDS
 from albert_tf.training.distribution import STRATEGY_NAMES
-from albert_tf.training.settings import MIXED_PRECISION_POLICIES
+from albert_tf.training.training_settings import MIXED_PRECISION_POLICIES
 
 # The flags belong to the script that defines them (its --help lists them), not to this module.
 flags.disclaim_key_flags()

@@ -22,8 +22,8 @@ from absl import logging  # noqa: E402
 
 from albert_tf.training import distribution, optimization  # noqa: E402
 from albert_tf.training.checkpointing import TrainingPreempted  # noqa: E402
-from albert_tf.training.settings import enable_determinism  # noqa: E402
 from albert_tf.training.trainer import Trainer  # noqa: E402
+from albert_tf.training.training_settings import enable_determinism  # noqa: E402
 
 NUM_EXAMPLES = 96
 NUM_FEATURES = 6

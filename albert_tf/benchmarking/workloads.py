@@ -181,7 +181,7 @@ def _finetune_step(settings: BenchmarkSettings, output_dir: str):
     from albert_tf.training.distribution import get_strategy
     from albert_tf.tasks.finetuning import classification_loss_fn
     from albert_tf.training.optimization import create_optimizer
-    from albert_tf.training.settings import set_mixed_precision
+    from albert_tf.training.training_settings import set_mixed_precision
     from albert_tf.training.trainer import Trainer
 
     total = settings.warmup_steps + settings.steps * settings.repeats
@@ -214,7 +214,7 @@ def _training_steps_function(workload: str, settings: BenchmarkSettings, output_
 def _encode_function(settings: BenchmarkSettings):
     from albert_tf.training.distribution import get_strategy
     from albert_tf.models.encoder import AlbertEncoder
-    from albert_tf.training.settings import set_mixed_precision
+    from albert_tf.training.training_settings import set_mixed_precision
 
     set_mixed_precision(settings.mixed_precision)
     strategy = get_strategy("one_device")

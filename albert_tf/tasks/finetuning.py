@@ -32,8 +32,8 @@ from albert_tf.export.serving import export_saved_model
 from albert_tf.tokenization import AlbertTokenizer, DEFAULT_DIGIT_COMMA_RULE
 from albert_tf.training.distribution import get_strategy
 from albert_tf.training.optimization import OPTIMIZER_NAMES, create_optimizer
-from albert_tf.training.settings import TrainingSettings, enable_determinism, set_mixed_precision
 from albert_tf.training.trainer import Trainer
+from albert_tf.training.training_settings import TrainingSettings, enable_determinism, set_mixed_precision
 
 BEST_DIR_NAME = "best"
 BEST_CHECKPOINT_NAME = "ckpt-best"

@@ -30,9 +30,9 @@ from albert_tf.models.pretrainer import AlbertPretrainer
 from albert_tf.training.distribution import get_strategy
 from albert_tf.training.optimization import create_optimizer
 from albert_tf.training.pretraining_losses import pretraining_loss, pretraining_metric_sums
-from albert_tf.training.settings import TrainingSettings, enable_determinism, set_mixed_precision
 from albert_tf.training.summaries import write_scalars
 from albert_tf.training.trainer import Trainer
+from albert_tf.training.training_settings import TrainingSettings, enable_determinism, set_mixed_precision
 from data_gen.pretraining.input_pipeline import pretraining_dataset_fn
 
 BEST_METRIC = "masked_lm_accuracy"

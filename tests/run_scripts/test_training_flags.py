@@ -3,7 +3,7 @@ import pytest
 from absl import flags
 
 from albert_tf.training.compile_choice import parse_jit_compile
-from albert_tf.training.settings import TrainingSettings
+from albert_tf.training.training_settings import TrainingSettings
 from run_scripts.training_flags import define_compute_flags, define_jit_compile_flag
 
 

@@ -10,7 +10,7 @@ import tensorflow as tf
 
 from albert_tf.training import bfloat16_support, compile_choice
 from albert_tf.training.compile_choice import ChoiceCache, DeviceDescription, JitCompileChoice
-from albert_tf.training.settings import set_mixed_precision
+from albert_tf.training.training_settings import set_mixed_precision
 from tests import _toy_training as toy
 from tests.helpers import xla_compiled_functions
 

@@ -14,8 +14,8 @@ import tensorflow as tf
 
 from albert_tf.training import bfloat16_support, optimization, train_step
 from albert_tf.training.checkpointing import NonFiniteLossError
-from albert_tf.training.settings import set_mixed_precision
 from albert_tf.training.trainer import Trainer
+from albert_tf.training.training_settings import set_mixed_precision
 from tests import _toy_training as toy
 from tests.helpers import TOY_SCRIPT, run_python, xla_compiled_functions
 
