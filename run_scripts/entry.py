@@ -21,6 +21,8 @@ from typing import Callable, List, NoReturn, Optional
 
 from absl import app, flags
 
+from albert_tf.training.write_errors import CheckpointWriteError
+
 CONSOLE_SCRIPT_PREFIX = "albert-"
 TRACEBACK_VARIABLE = "ALBERT_TF_TRACEBACK"
 USER_ERROR_STATUS = 1
@@ -30,7 +32,7 @@ PROJECT_DIRECTORIES = tuple(os.path.join(os.path.dirname(os.path.dirname(os.path
                             for package in ("albert_tf", "data_gen", "run_scripts"))
 USAGE_ERROR_TYPES = (app.UsageError, flags.Error)
 # Errors about a value or a file; anything else (a KeyError, a TypeError, TensorFlow's errors) is a defect.
-USER_ERROR_TYPES = (ValueError, FileNotFoundError, FileExistsError)
+USER_ERROR_TYPES = (ValueError, FileNotFoundError, FileExistsError, CheckpointWriteError)
 
 
 def run(main: Callable[[List[str]], Optional[int]]) -> None:

@@ -11,6 +11,8 @@ import threading
 import tensorflow as tf
 from absl import logging
 
+from albert_tf.training.write_errors import CheckpointWriteError
+
 
 class TrainingPreempted(Exception):
     """Raised by `Trainer.train` after SIGTERM, once the checkpoint at `step` is saved.
@@ -32,6 +34,13 @@ class NonFiniteLossError(FloatingPointError):
         super().__init__(f"The training loss is {loss} at step {step}; stopped without saving, the last good "
                          f"checkpoint is {last_checkpoint}. Lower the learning rate or check the input data.")
         self.step = step
+
+
+def _reason(error):
+    """The operating system's words in a failed op's message: "No space left on device" out of
+    "{{function_node ...}} /dir/ckpt-20_temp/part-...tempstate123; No space left on device [Op:SaveV2]"."""
+    message = getattr(error, "message", None) or str(error)
+    return message.rsplit("; ", 1)[-1].split(" [Op:")[0]
 
 
 class TrainingCheckpoints:
@@ -61,13 +70,35 @@ class TrainingCheckpoints:
             self.checkpoint, write_dir, max_to_keep=keep_checkpoint_max or None, checkpoint_name="ckpt")
 
     def save(self, step):
-        """Saves the checkpoint numbered `step`; returns its path on the chief, None on the other workers."""
-        path = self._manager.save(checkpoint_number=step)
+        """Saves the checkpoint numbered `step`; returns its path on the chief, None on the other workers.
+
+        A write that fails (tf.errors.ResourceExhaustedError for a full disk, or any other I/O error) raises
+        CheckpointWriteError once the step's temporary files are removed; the checkpoint state file, written last,
+        still names the previous checkpoint."""
+        last_checkpoint = self._manager.latest_checkpoint
+        try:
+            path = self._manager.save(checkpoint_number=step)
+        except (tf.errors.ResourceExhaustedError, tf.errors.UnavailableError, tf.errors.PermissionDeniedError,
+                tf.errors.DataLossError, tf.errors.InternalError, OSError) as error:
+            self._remove_partial_files(step)
+            raise CheckpointWriteError(step, self._write_dir, last_checkpoint, _reason(error)) from None
         if not self._is_chief:
             tf.io.gfile.rmtree(self._write_dir)
             return None
         logging.info("Saved checkpoint %s", path)
         return path
+
+    def _remove_partial_files(self, step):
+        """What a failed save of `step` left: the `_temp` directory TensorFlow writes into, and its files."""
+        prefix = os.path.join(self._write_dir, f"ckpt-{step}")
+        for leftover in tf.io.gfile.glob(prefix + "_temp*") + tf.io.gfile.glob(prefix + ".*"):
+            try:
+                if tf.io.gfile.isdir(leftover):
+                    tf.io.gfile.rmtree(leftover)
+                else:
+                    tf.io.gfile.remove(leftover)
+            except tf.errors.OpError as error:
+                logging.warning("Could not remove %s, left by the failed save: %s", leftover, error)
 
 
 class SigtermFlag:

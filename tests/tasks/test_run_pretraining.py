@@ -203,3 +203,47 @@ def test_the_masked_lm_alone_leaves_the_sentence_head_untrained(records, tmp_pat
     assert not (tmp_path / "eval_results.json").exists()
     with pytest.raises(ValueError, match="sentence_loss_weight=-1.0 must be >= 0"):
         options(tmp_path, sentence_loss_weight=-1.0)
+
+
+@pytest.fixture
+def small_disk(tmp_path):
+    """A 200 KB filesystem (tmpfs): room for the tiny model's first checkpoint, not its second. Mounting needs
+    root; a machine that does not allow it skips the test, saying so."""
+    mount_point = tmp_path / "small_disk"
+    mount_point.mkdir()
+    mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=200k", "tmpfs", str(mount_point)],
+                             capture_output=True, text=True)
+    if mounted.returncode:
+        pytest.skip(f"cannot mount a small filesystem here: {mounted.stderr.strip()}")
+    yield mount_point
+    subprocess.run(["umount", str(mount_point)], check=True)
+
+
+@pytest.mark.slow
+def test_a_full_disk_stops_in_one_line_keeping_the_last_checkpoint_and_a_rerun_ends_as_an_uninterrupted_run(
+        records, tmp_path, small_disk):
+    config_path = tmp_path / "albert_config.json"
+    config = tiny_config()
+    config.to_json_file(str(config_path))
+    common = (f"--albert_config_file={config_path}", "--num_train_steps=30", "--save_checkpoints_steps=10")
+    subprocess.run(_script(records, tmp_path / "straight", *common), check=True, capture_output=True, timeout=300)
+
+    output_dir = small_disk / "run"
+    environment = {name: value for name, value in os.environ.items() if name != "TF_CPP_MIN_LOG_LEVEL"}
+    full = subprocess.run(_script(records, output_dir, *common), capture_output=True, text=True, timeout=300,
+                          env=environment)
+    assert full.returncode == 1, full.stderr[-3000:]
+    assert full.stderr.splitlines()[-1] == (
+        f"error: Could not write the checkpoint of step 20 to {output_dir} (No space left on device); the last good "
+        "checkpoint, ckpt-10, is kept: make room and rerun the same command to resume.")
+    assert "Traceback" not in full.stderr
+    assert tf.train.latest_checkpoint(str(output_dir)) == str(output_dir / "ckpt-10")
+    assert not [name for name in os.listdir(output_dir) if name.startswith("ckpt-20")]
+
+    subprocess.run(["mount", "-o", "remount,size=20m", str(small_disk)], check=True)
+    resumed = subprocess.run(_script(records, output_dir, *common), capture_output=True, text=True, timeout=300)
+    assert resumed.returncode == 0, resumed.stderr[-3000:]
+    assert "Training from step 10 to 30" in resumed.stderr
+    straight, after = _final_weights(tmp_path / "straight", config), _final_weights(output_dir, config)
+    for name in straight:
+        np.testing.assert_allclose(after[name], straight[name], atol=1e-6, err_msg=name)
