@@ -113,7 +113,7 @@ class FinetuningOptions(TrainingSettings):
 
     Give `train_step` (with `warmup_step`) or `num_train_epochs` (with `warmup_proportion`); the original
     GLUE and RACE scripts count steps, its SQuAD scripts count epochs. `num_trials` is read by
-    `trials.run_trials`, which the tasks call; `run_finetuning` runs one trial.
+    `multi_seed.run_trials`, which the tasks call; `run_finetuning` runs one trial.
 
     Example:
     >>> options = FinetuningOptions(output_dir="/tmp/squad", preset="albert-base", max_seq_length=384,
@@ -152,7 +152,7 @@ class FinetuningOptions(TrainingSettings):
     eval_every_checkpoint: bool = False
     dropout_prob: float = 0.1
     export_dir: Optional[str] = None
-    # Fine-tuning runs with seeds seed, seed + 1, ... in output_dir/trial-<k>/ (albert_tf/tasks/trials.py).
+    # Fine-tuning runs with seeds seed, seed + 1, ... in output_dir/trial-<k>/ (albert_tf/tasks/multi_seed.py).
     num_trials: int = 1
 
     def __post_init__(self):

@@ -29,7 +29,7 @@ import tensorflow as tf
 from absl import logging
 
 from albert_tf.models.classifier import AlbertClassifier
-from albert_tf.tasks import finetuning, trials
+from albert_tf.tasks import finetuning, multi_seed
 from albert_tf.tasks.finetuning import FinetuningOptions
 from albert_tf.training import metrics
 from data_gen.readers import glue as glue_data
@@ -45,7 +45,7 @@ class GlueOptions:
     steps, warmup, checkpoint interval and batch size replace those of `finetuning`, and every checkpoint
     is evaluated as the original run_classifier did, except for the fields named in `explicit_options`
     (those the caller chose, e.g. the flags given on the command line). That is one seed; for the paper's
-    median over 5 runs (albert_tf/tasks/trials.py) set `finetuning.num_trials=5`.
+    median over 5 runs (albert_tf/tasks/multi_seed.py) set `finetuning.num_trials=5`.
 
     Example:
     >>> options = GlueOptions(FinetuningOptions("/tmp/rte", learning_rate=1e-5), task_name="RTE",
@@ -300,11 +300,11 @@ def build_task(options: GlueOptions, finetuning_options: FinetuningOptions, toke
 
 def run_glue(options: GlueOptions) -> Dict[str, object]:
     """Fine-tunes, evaluates and predicts a GLUE task as `options` ask; returns `run_finetuning`'s results
-    (with `num_trials` > 1, `trials.run_trials`').
+    (with `num_trials` > 1, `multi_seed.run_trials`').
 
     A run stopped by SIGTERM raises checkpointing.TrainingPreempted once its checkpoint is saved; running it
     again resumes. See the module's docstring for an example.
     """
     finetuning_options = resolve_options(options)
     tokenizer = finetuning.resolve_tokenizer(finetuning_options)
-    return trials.run_trials(build_task(options, finetuning_options, tokenizer), finetuning_options)
+    return multi_seed.run_trials(build_task(options, finetuning_options, tokenizer), finetuning_options)

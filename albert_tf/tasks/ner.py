@@ -37,7 +37,7 @@ import tensorflow as tf
 from absl import logging
 
 from albert_tf.models.token_classifier import AlbertTokenClassifier
-from albert_tf.tasks import finetuning, trials
+from albert_tf.tasks import finetuning, multi_seed
 from albert_tf.tasks.finetuning import EXAMPLE_INDEX, LABEL_IDS, FinetuningOptions, model_inputs
 from data_gen.evaluation.conll_evaluation import entity_scores
 from data_gen.readers import conll as conll_data
@@ -214,10 +214,10 @@ def build_task(options: NerOptions, tokenizer) -> finetuning.FinetuningTask:
 
 def run_ner(options: NerOptions) -> Dict[str, object]:
     """Fine-tunes, evaluates and predicts CoNLL NER as `options` ask; returns `run_finetuning`'s results
-    (with `num_trials` > 1, `trials.run_trials`').
+    (with `num_trials` > 1, `multi_seed.run_trials`').
 
     A run stopped by SIGTERM raises checkpointing.TrainingPreempted once its checkpoint is saved; running it
     again resumes. See the module's docstring for an example.
     """
     tokenizer = finetuning.resolve_tokenizer(options.finetuning)
-    return trials.run_trials(build_task(options, tokenizer), options.finetuning)
+    return multi_seed.run_trials(build_task(options, tokenizer), options.finetuning)

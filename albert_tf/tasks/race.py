@@ -28,7 +28,7 @@ import tensorflow as tf
 from absl import logging
 
 from albert_tf.models.multiple_choice import AlbertMultipleChoice
-from albert_tf.tasks import finetuning, trials
+from albert_tf.tasks import finetuning, multi_seed
 from albert_tf.tasks.finetuning import FinetuningOptions
 from albert_tf.training import metrics
 from data_gen.readers import race as race_data
@@ -141,10 +141,10 @@ def build_task(options: RaceOptions, tokenizer) -> finetuning.FinetuningTask:
 
 def run_race(options: RaceOptions) -> Dict[str, object]:
     """Fine-tunes, evaluates and predicts RACE as `options` ask; returns `run_finetuning`'s results
-    (with `num_trials` > 1, `trials.run_trials`').
+    (with `num_trials` > 1, `multi_seed.run_trials`').
 
     A run stopped by SIGTERM raises checkpointing.TrainingPreempted once its checkpoint is saved; running it
     again resumes. See the module's docstring for an example.
     """
     tokenizer = finetuning.resolve_tokenizer(options.finetuning)
-    return trials.run_trials(build_task(options, tokenizer), options.finetuning)
+    return multi_seed.run_trials(build_task(options, tokenizer), options.finetuning)

@@ -40,7 +40,7 @@ from absl import logging
 
 from albert_tf.models.span_predictor import AlbertSpanPredictor
 from albert_tf.models.squad_v2 import AlbertSquadV2
-from albert_tf.tasks import finetuning, trials
+from albert_tf.tasks import finetuning, multi_seed
 from albert_tf.tasks.finetuning import FinetuningOptions
 from data_gen.evaluation import squad_evaluation, squad_postprocess
 from data_gen.readers import squad
@@ -308,11 +308,11 @@ def build_task(options: SquadOptions, tokenizer) -> finetuning.FinetuningTask:
 
 def run_squad(options: SquadOptions) -> Dict[str, object]:
     """Fine-tunes, evaluates and predicts SQuAD as `options` ask; returns `run_finetuning`'s results
-    (with `num_trials` > 1, `trials.run_trials`').
+    (with `num_trials` > 1, `multi_seed.run_trials`').
 
     A run stopped by SIGTERM raises checkpointing.TrainingPreempted once its checkpoint is saved; running it
     again resumes. See the module's docstring for an example.
     """
     check_options(options)
     tokenizer = finetuning.resolve_tokenizer(options.finetuning)
-    return trials.run_trials(build_task(options, tokenizer), options.finetuning)
+    return multi_seed.run_trials(build_task(options, tokenizer), options.finetuning)

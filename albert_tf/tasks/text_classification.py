@@ -48,7 +48,7 @@ import tensorflow as tf
 from absl import logging
 
 from albert_tf.models.classifier import AlbertClassifier
-from albert_tf.tasks import finetuning, trials
+from albert_tf.tasks import finetuning, multi_seed
 from albert_tf.tasks.finetuning import EXAMPLE_INDEX, LABEL_IDS, FinetuningOptions, model_inputs
 from albert_tf.training import metrics
 from data_gen.readers import labeled_text
@@ -339,10 +339,10 @@ def build_task(options: TextClassificationOptions, tokenizer) -> finetuning.Fine
 
 def run_text_classification(options: TextClassificationOptions) -> Dict[str, object]:
     """Fine-tunes, evaluates and predicts on your own files as `options` ask; returns `run_finetuning`'s results
-    (with `num_trials` > 1, `trials.run_trials`').
+    (with `num_trials` > 1, `multi_seed.run_trials`').
 
     A run stopped by SIGTERM raises checkpointing.TrainingPreempted once its checkpoint is saved; running it
     again resumes. See the module's docstring for the options.
     """
     tokenizer = finetuning.resolve_tokenizer(options.finetuning)
-    return trials.run_trials(build_task(options, tokenizer), options.finetuning)
+    return multi_seed.run_trials(build_task(options, tokenizer), options.finetuning)

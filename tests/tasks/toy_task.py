@@ -1,5 +1,5 @@
 """The driver's toy task: a linear classifier of raw ids that learns in a second, for the tests of the driver
-(test_finetuning) and of multi-seed runs (test_trials)."""
+(test_finetuning) and of multi-seed runs (test_multi_seed)."""
 import keras
 import numpy as np
 import tensorflow as tf

@@ -1,4 +1,4 @@
-"""albert_tf.tasks.trials: the statistics of a multi-seed run, its layout and resumption on the driver's toy task,
+"""albert_tf.tasks.multi_seed: the statistics of a multi-seed run, its layout and resumption on the driver's toy task,
 and run_glue --num_trials end to end."""
 import dataclasses
 import json
@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from albert_tf.tasks import finetuning, trials
+from albert_tf.tasks import finetuning, multi_seed
 from albert_tf.tasks.ner import NerOptions, run_ner
 from albert_tf.tasks.race import RaceOptions, run_race
 from albert_tf.tasks.squad import SquadOptions, run_squad
@@ -29,7 +29,7 @@ def test_statistics_cover_every_numeric_metric_and_the_best_trial_has_the_highes
                _record(1, 11, accuracy=0.75, loss=0.4, global_step=100, source="b"),
                _record(2, 12, accuracy=0.75, loss=0.5, global_step=200, source="c"),
                _record(3, 13, accuracy=0.60, loss=0.6, global_step=100, source="d")]
-    summary = trials.aggregate_trials(records, "accuracy")
+    summary = multi_seed.aggregate_trials(records, "accuracy")
     assert set(summary) == {"num_trials", "best_metric", "best_trial", "trials", "median", "mean", "std"}
     assert summary["num_trials"] == 4 and summary["best_metric"] == "accuracy"
     # The first of equal best values wins.
@@ -48,14 +48,14 @@ def test_statistics_cover_every_numeric_metric_and_the_best_trial_has_the_highes
 
 
 def test_a_nan_never_wins_and_bad_inputs_are_named():
-    summary = trials.aggregate_trials([_record(0, 1, f1=float("nan")), _record(1, 2, f1=0.1)], "f1")
+    summary = multi_seed.aggregate_trials([_record(0, 1, f1=float("nan")), _record(1, 2, f1=0.1)], "f1")
     assert summary["best_trial"] == 1 and math.isnan(summary["median"]["f1"])
     with pytest.raises(ValueError, match="at least two"):
-        trials.aggregate_trials([_record(0, 1, f1=0.5)], "f1")
+        multi_seed.aggregate_trials([_record(0, 1, f1=0.5)], "f1")
     with pytest.raises(ValueError, match="Trial 1 reports no 'f1'"):
-        trials.aggregate_trials([_record(0, 1, f1=0.5), _record(1, 2, accuracy=0.5)], "f1")
+        multi_seed.aggregate_trials([_record(0, 1, f1=0.5), _record(1, 2, accuracy=0.5)], "f1")
     # A metric that one trial lacks has no statistics rather than ones over fewer trials.
-    assert "mcc" not in trials.aggregate_trials([_record(0, 1, f1=0.5, mcc=0.1), _record(1, 2, f1=0.6)],
+    assert "mcc" not in multi_seed.aggregate_trials([_record(0, 1, f1=0.5, mcc=0.1), _record(1, 2, f1=0.6)],
                                                 "f1")["median"]
 
 
@@ -67,8 +67,8 @@ def test_num_trials_is_refused_where_trials_could_not_differ_or_be_compared():
 
 
 def _trial_results_mtimes(run):
-    return {name: os.stat(run / name / trials.TRIAL_RESULTS_NAME).st_mtime_ns
-            for name in sorted(os.listdir(run)) if name.startswith(trials.TRIAL_DIR_PREFIX)}
+    return {name: os.stat(run / name / multi_seed.TRIAL_RESULTS_NAME).st_mtime_ns
+            for name in sorted(os.listdir(run)) if name.startswith(multi_seed.TRIAL_DIR_PREFIX)}
 
 
 def _trial_options(output_dir, **changes):
@@ -80,7 +80,7 @@ def _trial_options(output_dir, **changes):
 def test_trials_lay_out_and_keep_the_best_for_predictions_and_the_export(tmp_path):
     written = {}
     run = tmp_path / "run"
-    results = trials.run_trials(toy_task(written), _trial_options(
+    results = multi_seed.run_trials(toy_task(written), _trial_options(
         run, do_predict=True, num_trials=2, seed=7, eval_every_checkpoint=True,
         export_dir=str(tmp_path / "export")))
     summary = json.loads((run / "eval_results.json").read_text())
@@ -91,7 +91,7 @@ def test_trials_lay_out_and_keep_the_best_for_predictions_and_the_export(tmp_pat
     assert {name: results[name] for name in summary} == summary
     for record in summary["trials"]:
         trial_dir = run / f"trial-{record['trial']}"
-        assert json.loads((trial_dir / trials.TRIAL_RESULTS_NAME).read_text()) == record
+        assert json.loads((trial_dir / multi_seed.TRIAL_RESULTS_NAME).read_text()) == record
         # Each trial is an ordinary run of the driver; its metrics are those of its best checkpoint.
         best_results = json.loads((trial_dir / "best" / "eval_results.json").read_text())
         assert record["metrics"] == {name: value for name, value in best_results.items()
@@ -114,7 +114,7 @@ def test_trials_lay_out_and_keep_the_best_for_predictions_and_the_export(tmp_pat
 @pytest.mark.slow
 def test_trials_are_the_lone_runs_of_their_seeds_resume_and_add_trials(tmp_path):
     run = tmp_path / "run"
-    summary = trials.run_trials(toy_task({}), _trial_options(run, num_trials=2, seed=7, eval_every_checkpoint=True))
+    summary = multi_seed.run_trials(toy_task({}), _trial_options(run, num_trials=2, seed=7, eval_every_checkpoint=True))
 
     # Trial k is the run that seed + k gives alone.
     alone = finetuning.run_finetuning(toy_task({}), _trial_options(tmp_path / "alone", seed=8,
@@ -124,7 +124,7 @@ def test_trials_are_the_lone_runs_of_their_seeds_resume_and_add_trials(tmp_path)
 
     # A rerun with more trials keeps the finished ones and adds the missing one.
     finished = _trial_results_mtimes(run)
-    more = trials.run_trials(toy_task({}), _trial_options(run, num_trials=3, seed=7))
+    more = multi_seed.run_trials(toy_task({}), _trial_options(run, num_trials=3, seed=7))
     assert {name: mtime for name, mtime in _trial_results_mtimes(run).items() if name in finished} == finished
     assert sorted(_trial_results_mtimes(run)) == ["trial-0", "trial-1", "trial-2"]
     assert more["trials"][:2] == summary["trials"] and more["trials"][2]["seed"] == 9
@@ -132,13 +132,13 @@ def test_trials_are_the_lone_runs_of_their_seeds_resume_and_add_trials(tmp_path)
 
     # A trial stopped after its checkpoint at step 20 (no ckpt-30, no trial_results.json) resumes from it.
     stopped = run / "trial-2"
-    for path in [stopped / trials.TRIAL_RESULTS_NAME, *stopped.glob("ckpt-30.*")]:
+    for path in [stopped / multi_seed.TRIAL_RESULTS_NAME, *stopped.glob("ckpt-30.*")]:
         path.unlink()
     (stopped / "checkpoint").write_text('model_checkpoint_path: "ckpt-20"\n'
                                         'all_model_checkpoint_paths: "ckpt-10"\n'
                                         'all_model_checkpoint_paths: "ckpt-20"\n')
     kept_checkpoint = os.stat(stopped / "ckpt-20.index").st_mtime_ns
-    resumed = trials.run_trials(toy_task({}), _trial_options(run, num_trials=3, seed=7))
+    resumed = multi_seed.run_trials(toy_task({}), _trial_options(run, num_trials=3, seed=7))
     assert os.stat(stopped / "ckpt-20.index").st_mtime_ns == kept_checkpoint
     assert tf.train.latest_checkpoint(str(stopped)) == str(stopped / "ckpt-30")
     # The driver skips the batches already trained on, so the resumed trial ends where the straight one did.
@@ -146,22 +146,22 @@ def test_trials_are_the_lone_runs_of_their_seeds_resume_and_add_trials(tmp_path)
     assert resumed["trials"][:2] == more["trials"][:2]
 
     with pytest.raises(ValueError, match="records seed 7, but --seed=100 gives trial-0 seed 100"):
-        trials.run_trials(toy_task({}), _trial_options(run, num_trials=2, seed=100))
+        multi_seed.run_trials(toy_task({}), _trial_options(run, num_trials=2, seed=100))
     other_task = dataclasses.replace(toy_task({}), name="other")
     with pytest.raises(ValueError, match="holds a trial of task 'toy', not of 'other'"):
-        trials.run_trials(other_task, _trial_options(run, num_trials=2, seed=7))
+        multi_seed.run_trials(other_task, _trial_options(run, num_trials=2, seed=7))
 
 
 def test_one_trial_is_the_single_run(tmp_path):
-    results = trials.run_trials(toy_task({}), toy_options(tmp_path, do_train=True, do_eval=True))
+    results = multi_seed.run_trials(toy_task({}), toy_options(tmp_path, do_train=True, do_eval=True))
     assert set(results) == {"train", "eval", "best"}
-    assert not any(name.startswith(trials.TRIAL_DIR_PREFIX) for name in os.listdir(tmp_path))
+    assert not any(name.startswith(multi_seed.TRIAL_DIR_PREFIX) for name in os.listdir(tmp_path))
     assert json.loads((tmp_path / "eval_results.json").read_text()) == results["eval"]
 
 
 def test_squad_race_ner_and_own_files_run_their_tasks_through_the_trials(tmp_path, tokenizer, monkeypatch):
     started = []
-    monkeypatch.setattr(trials, "run_trials",
+    monkeypatch.setattr(multi_seed, "run_trials",
                         lambda task, options: started.append((task.name, options.num_trials)) or {})
     def options(name):
         return finetuning.FinetuningOptions(str(tmp_path / name), spm_model_file=tokenizer.spm_model_file,
