@@ -33,7 +33,8 @@ from albert_tf.training.pretraining_losses import pretraining_loss, pretraining_
 from albert_tf.training.summaries import write_scalars
 from albert_tf.training.trainer import Trainer
 from albert_tf.training.training_settings import TrainingSettings, enable_determinism, set_mixed_precision
-from data_gen.pretraining.input_pipeline import pretraining_dataset_fn
+from data_gen.pretraining.input_pipeline import (damaged_shards, expand_file_pattern, framing_damage,
+                                                 pretraining_dataset_fn)
 
 BEST_METRIC = "masked_lm_accuracy"
 EVAL_KEYS = ("loss", "masked_lm_accuracy", "masked_lm_loss", "sentence_order_accuracy", "sentence_order_loss")
@@ -192,9 +193,16 @@ class Pretraining:
 
     def train(self, dataset_fn: DatasetFn, source: str = "the training data") -> Dict[str, float]:
         """Trains to num_train_steps, resuming from output_dir; checks the first batch against the config."""
-        check_first_batch(next(iter(dataset_fn(None, 2, 0))), self.config, source)
-        self._initialize_from_checkpoint()
-        return self.trainer.train(dataset_fn, self.options.num_train_steps, self.options.train_batch_size)
+        cut_short = _files_cut_short(source)
+        if cut_short:
+            raise ValueError(f"The training data {_damage_text(cut_short)}: write the shard again, or leave it out of "
+                             "--input_file.")
+        try:
+            check_first_batch(next(iter(dataset_fn(None, 2, 0))), self.config, source)
+            self._initialize_from_checkpoint()
+            return self.trainer.train(dataset_fn, self.options.num_train_steps, self.options.train_batch_size)
+        except tf.errors.DataLossError as error:
+            raise ValueError(_damaged_input_text(source, error, self.trainer.step, self.options.output_dir)) from None
 
     def evaluate_latest(self, dataset_fn: DatasetFn) -> Dict[str, float]:
         """The last checkpoint's metrics on dataset_fn, writing nothing: for further held-out sets."""
@@ -240,6 +248,37 @@ class Pretraining:
         writer.flush()
         _write_eval_results(self.options.output_dir, results, text)
         return results
+
+
+def _files_cut_short(source: str) -> Dict[str, str]:
+    """{file: damage} for the TFRecord files of the pattern `source` whose framing is cut short (a reader takes a
+    cut header for the end of the file, so they would train silently on fewer records); {} where `source`
+    names no files."""
+    try:
+        files = expand_file_pattern(source)
+    except (ValueError, FileNotFoundError):
+        return {}
+    return {path: damage for path in files for damage in [framing_damage(path)] if damage}
+
+
+def _damage_text(damaged: Dict[str, str]) -> str:
+    return "; ".join(f"{path} is damaged: {reason}" for path, reason in damaged.items())
+
+
+def _damaged_input_text(source: str, error: tf.errors.DataLossError, step: int, output_dir: str) -> str:
+    """One sentence on a training stopped by a damaged record: which shard (read alone, since the interleaved
+    reader does not say), what is wrong, the step and what is kept."""
+    try:
+        damaged = damaged_shards(source)
+    except (ValueError, FileNotFoundError):
+        damaged = {}
+    what = (_damage_text(damaged) if damaged
+            else f"{source} holds a damaged record ({error.message.strip().splitlines()[0]})")
+    checkpoint = tf.train.latest_checkpoint(output_dir)
+    kept = (f"its last checkpoint, {checkpoint}, is kept" if checkpoint else f"no checkpoint had been saved in "
+            f"{output_dir} yet")
+    return (f"The training data {what}. Training stopped at step {step} and {kept}: write the shard again, or "
+            "leave it out of --input_file, and rerun to resume.")
 
 
 def run_pretraining(config: AlbertConfig, options: PretrainingOptions) -> Dict[str, Dict[str, float]]:

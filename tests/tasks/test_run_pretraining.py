@@ -1,6 +1,7 @@
 import json
 import logging
 import os
+import re
 import subprocess
 import sys
 import time
@@ -247,3 +248,27 @@ def test_a_full_disk_stops_in_one_line_keeping_the_last_checkpoint_and_a_rerun_e
     straight, after = _final_weights(tmp_path / "straight", config), _final_weights(output_dir, config)
     for name in straight:
         np.testing.assert_allclose(after[name], straight[name], atol=1e-6, err_msg=name)
+
+
+def test_a_damaged_shard_stops_the_training_naming_the_shard_and_the_step(records, tmp_path):
+    whole = (records / "train.tfrecord").read_bytes()
+    record = len(whole) // 256
+    cut = tmp_path / "cut.tfrecord"
+    cut.write_bytes(whole[:100 * record + 5])  # a writer killed inside a record's header
+    pattern = f"{records / 'train.tfrecord'},{cut}"
+    with pytest.raises(ValueError, match=re.escape(
+            f"The training data {cut} is damaged: truncated record header at {100 * record} (after 100 good "
+            "records): write the shard again, or leave it out of --input_file.")):
+        Pretraining(tiny_config(), options(tmp_path / "cut_run")).train(dataset_fn(pattern), source=pattern)
+
+    flipped = bytearray(whole)
+    flipped[3 * record + 40] ^= 0xFF
+    damaged = tmp_path / "flipped.tfrecord"
+    damaged.write_bytes(bytes(flipped))
+    run_dir = tmp_path / "flipped_run"
+    with pytest.raises(ValueError) as raised:
+        Pretraining(tiny_config(), options(run_dir)).train(dataset_fn(str(damaged)), source=str(damaged))
+    assert re.fullmatch(rf"The training data {re.escape(str(damaged))} is damaged: corrupted record at "
+                        rf"{3 * record + 12} \(after 3 good records\)\. Training stopped at step \d+ and no "
+                        rf"checkpoint had been saved in {re.escape(str(run_dir))} yet: write the shard again, or "
+                        "leave it out of --input_file, and rerun to resume.", str(raised.value))

@@ -1,6 +1,7 @@
 """Tests for data_gen/pretraining/input_pipeline.py on small TFRecord files written here in the original record
 format."""
 import os
+import re
 
 import numpy as np
 import pytest
@@ -242,3 +243,26 @@ def test_the_dataset_function_works_under_a_distribution_strategy(tmp_path):
     batches = list(strategy.distribute_datasets_from_function(dataset_fn))
     ids = [int(i) for batch in batches for i in batch["input_word_ids"][:, 0]]
     assert sorted(ids) == [0, 1, 2, 3, 1000, 1001, 1002, 1003]
+
+
+def test_a_shard_cut_short_or_with_a_bad_checksum_is_named_with_what_is_wrong(tmp_path):
+    pattern = _write_shards(str(tmp_path), num_files=4, records_per_file=20)
+    shards = sorted(tf.io.gfile.glob(pattern))
+    whole = open(shards[1], "rb").read()
+    record = len(whole) // 20
+    cuts = {1: 10 * record + 40, 2: 10 * record + 7}  # inside a record's data; inside its 12-byte header
+    for index, cut in cuts.items():
+        with open(shards[index], "wb") as handle:
+            handle.write(whole[:cut])  # a writer killed, or a full disk
+    damaged = bytearray(open(shards[3], "rb").read())
+    damaged[5 * record + 30] ^= 0xFF  # one flipped byte inside a record's data
+    with open(shards[3], "wb") as handle:
+        handle.write(bytes(damaged))
+    found = input_pipeline.damaged_shards(pattern)
+    assert found == {shards[1]: f"truncated record at {10 * record} (after 10 good records)",
+                     shards[2]: f"truncated record header at {10 * record} (after 10 good records)",
+                     # TensorFlow counts the offset from the damaged data, past the 12-byte header.
+                     shards[3]: f"corrupted record at {5 * record + 12} (after 5 good records)"}
+    # TensorFlow's own reader takes the cut header for the end of the file: only the framing check sees it.
+    assert sum(1 for _ in tf.data.TFRecordDataset(shards[2])) == 10
+    assert input_pipeline.damaged_shards(shards[0]) == {} and input_pipeline.framing_damage(shards[3]) is None
