@@ -119,17 +119,26 @@ def load_or_build(cached_dir: str, name: str, key: str, feature_spec: Dict[str, 
                   make_features: Callable[[], Iterable[Dict[str, object]]]) -> CachedFeatures:
     """Reuses the cache of (`name`, `key`) when complete, else writes `make_features()` into it.
 
-    A complete cache has its record file and a `.json` sidecar (written last) that repeats the full key
-    and the example count; anything else is rebuilt.
+    A complete cache has its record file and a `.json` sidecar (written last) that repeats the full key, the
+    example count and the record file's size; anything else is rebuilt: a file of another size (cut short, or
+    copied half-way) is never read for the count its sidecar promises. What a killed writer left beside it (its
+    temporary files) is removed first.
     """
     path = cache_path(cached_dir, name, key)
     metadata = _read_metadata(path)
     if metadata is not None and metadata.get("key") == key:
-        logging.info("Reusing %d cached examples from %s.", metadata["num_examples"], path)
-        return CachedFeatures(path, metadata["num_examples"], feature_spec)
+        size = tf.io.gfile.stat(path).length
+        if size == metadata.get("bytes"):
+            logging.info("Reusing %d cached examples from %s.", metadata["num_examples"], path)
+            return CachedFeatures(path, metadata["num_examples"], feature_spec)
+        logging.warning("Rebuilding %s: it holds %d bytes where the complete cache held %s.", path, size,
+                        metadata.get("bytes", "an unrecorded number of"))
+    for leftover in tf.io.gfile.glob(f"{path}.tmp-*"):
+        tf.io.gfile.remove(leftover)
     logging.info("Writing features %s to %s.", name, path)
     num_examples = write_features(path, make_features(), feature_spec)
-    _write_atomically(path + ".json", json.dumps({"key": key, "name": name, "num_examples": num_examples}))
+    _write_atomically(path + ".json", json.dumps({"key": key, "name": name, "num_examples": num_examples,
+                                                  "bytes": tf.io.gfile.stat(path).length}))
     return CachedFeatures(path, num_examples, feature_spec)
 
 

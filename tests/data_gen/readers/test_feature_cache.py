@@ -1,6 +1,8 @@
 """data_gen.readers.feature_cache: keys that change with every input that shapes features, atomic writes, round
 trips."""
 import os
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -8,6 +10,7 @@ import tensorflow as tf
 
 from albert_tf.tokenization import AlbertTokenizer
 from data_gen.readers import feature_cache
+from tests.helpers import REPO_ROOT
 
 
 def _spec(seq_length):
@@ -105,3 +108,46 @@ def test_bad_feature_shape_is_named(tmp_path):
 
     with pytest.raises(ValueError, match=r"'input_word_ids' of example 0 has shape \(3,\).*\(4,\)"):
         feature_cache.load_or_build(str(tmp_path), "toy_train", "k" * 64, _spec(4), wrong)
+
+
+_KILLED_WRITER = """
+import sys, time
+import numpy as np
+import tensorflow as tf
+from data_gen.readers import feature_cache
+from tests.helpers import REPO_ROOT
+
+def make():
+    for index in range(1000):
+        if index == 3:
+            print("WRITING", flush=True)
+            time.sleep(600)
+        yield {"input_word_ids": np.arange(4), "choices": np.zeros([2, 3]), "label_ids": 0.0}
+
+spec = {"input_word_ids": tf.TensorSpec([4], tf.int32), "choices": tf.TensorSpec([2, 3], tf.int32),
+        "label_ids": tf.TensorSpec([], tf.float32)}
+feature_cache.load_or_build(sys.argv[1], "toy_train", "k" * 64, spec, make)
+"""
+
+
+def test_a_cache_whose_writer_was_killed_or_that_was_cut_short_is_rebuilt_not_read(tmp_path, caplog):
+    writer = subprocess.Popen([sys.executable, "-c", _KILLED_WRITER, str(tmp_path)], cwd=REPO_ROOT,
+                              stdout=subprocess.PIPE, text=True)
+    assert writer.stdout.readline().strip() == "WRITING"
+    writer.kill()
+    writer.wait()
+    assert [name for name in os.listdir(tmp_path) if ".tmp-" in name]
+    calls = []
+    first = feature_cache.load_or_build(str(tmp_path), "toy_train", "k" * 64, _spec(4), _features(4, calls))
+    assert calls == [4] and first.num_examples == 5
+    assert sorted(os.listdir(tmp_path)) == [os.path.basename(first.path), os.path.basename(first.path) + ".json"]
+
+    whole = open(first.path, "rb").read()
+    with open(first.path, "wb") as handle:
+        handle.write(whole[:len(whole) // 2])  # a copy cut short; its sidecar still promises 5 examples
+    with caplog.at_level("WARNING", logger="absl"):
+        again = feature_cache.load_or_build(str(tmp_path), "toy_train", "k" * 64, _spec(4), _features(4, calls))
+    assert calls == [4, 4] and again.num_examples == 5
+    assert f"Rebuilding {first.path}: it holds {len(whole) // 2} bytes where the complete cache held {len(whole)}" \
+        in caplog.text
+    assert len([1 for _ in again.dataset()]) == 5
