@@ -1,28 +1,19 @@
 """AlbertEncoder: factorized embeddings, the shared transformer stack and the pooler."""
 
-import collections
-
 import keras
 import tensorflow as tf
 
 from albert_tf.config import AlbertConfig
 from albert_tf.layers.attention import AlbertAttention
-from albert_tf.layers.shared_weight_copies import per_use_compute_copies
 from albert_tf.layers.embeddings import AlbertEmbeddings
 from albert_tf.layers.feed_forward import AlbertFeedForward
 from albert_tf.layers.initializers import truncated_normal
-from albert_tf.layers.masked_lm_head import gather_positions
-from albert_tf.layers.recomputation import num_recomputed_blocks, run_blocks_recomputed
+from albert_tf.layers.recomputation import num_recomputed_blocks
+from albert_tf.models.block_stack import apply_blocks
 from albert_tf.models.sharing import build_sharing_plan
 
 INPUT_NAMES = ("input_word_ids", "input_mask", "input_type_ids")
 ATTENTION_MASK_VALUE = -10000.0
-
-
-def _next_copy(copies, layer_index):
-    """The next unused per-use copy of layer `layer_index`'s weights, or None where it has none."""
-    uses = copies.get(layer_index)
-    return uses.pop(0) if uses else None
 
 
 def no_output_positions(word_ids):
@@ -162,55 +153,11 @@ class AlbertEncoder(keras.Model):
         # Computed once, reused at every depth of the shared stack.
         attention_bias = (1.0 - input_mask[:, tf.newaxis, tf.newaxis, :]) * ATTENTION_MASK_VALUE
 
-        num_blocks = len(self.sharing_plan.blocks)
-
-        def last_block_rows(hidden):
-            """Position 0, the pooler's, then the output positions."""
-            if output_positions.shape[-1] == 0:
-                return hidden[:, :1]
-            return tf.concat([hidden[:, :1], gather_positions(hidden, output_positions)], axis=1)
-
-        def run_block(index, hidden, attention_bias, attention_weights=None, ffn_weights=None):
-            block = self.sharing_plan.blocks[index]
-            query_states = None
-            if index == num_blocks - 1 and output_positions is not None:
-                query_states = last_block_rows(hidden)
-            hidden = self.attention_layers[block.attention_index](hidden, attention_bias, training=training,
-                                                                  projection_weights=attention_weights,
-                                                                  query_states=query_states)
-            return self.feed_forward_layers[block.ffn_index](hidden, training=training,
-                                                             projection_weights=ffn_weights)
-
-        recomputed = num_recomputed_blocks(self.recompute_blocks, num_blocks) if training else 0
-        encoder_outputs = []
-        if recomputed:
-            encoder_outputs = run_blocks_recomputed(run_block, recomputed, hidden, attention_bias)
-            hidden = encoder_outputs[-1]
-        stored_blocks = self.sharing_plan.blocks[recomputed:]
-        attention_copies = self._shared_compute_copies(
-            self.attention_layers, [block.attention_index for block in stored_blocks], training)
-        ffn_copies = self._shared_compute_copies(
-            self.feed_forward_layers, [block.ffn_index for block in stored_blocks], training)
-        for index in range(recomputed, num_blocks):
-            block = self.sharing_plan.blocks[index]
-            hidden = run_block(index, hidden, attention_bias, _next_copy(attention_copies, block.attention_index),
-                               _next_copy(ffn_copies, block.ffn_index))
-            encoder_outputs.append(hidden)
-        pooled_output = self.pooler(hidden[:, 0])
-        if output_positions is not None:
-            hidden = encoder_outputs[-1] = hidden[:, 1:]
-        return {"sequence_output": hidden, "pooled_output": pooled_output, "encoder_outputs": encoder_outputs}
-
-    def _shared_compute_copies(self, layers, layer_indices, training):
-        """{layer index: [projection weights per use]} for the halves that `layer_indices` applies more than once.
-
-        Only in training, and only for the blocks whose activations are stored: a recomputed block must read
-        the variables itself, since its backward pass takes their gradients afresh.
-        """
-        if not training:
-            return {}
-        return {index: per_use_compute_copies(layers[index].projection_variables(), self.compute_dtype, uses)
-                for index, uses in sorted(collections.Counter(layer_indices).items()) if uses > 1}
+        stack = apply_blocks(self.sharing_plan, self.attention_layers, self.feed_forward_layers, hidden,
+                             attention_bias, training=training, recompute_blocks=self.recompute_blocks,
+                             compute_dtype=self.compute_dtype, output_positions=output_positions)
+        return {"sequence_output": stack.block_outputs[-1], "pooled_output": self.pooler(stack.first_position),
+                "encoder_outputs": stack.block_outputs}
 
     def get_config(self):
         return {"config": self.config.to_dict(), "recompute_blocks": self.recompute_blocks, "name": self.name}
