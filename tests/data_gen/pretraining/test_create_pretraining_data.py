@@ -6,6 +6,9 @@ import json
 import logging
 import os
 import random
+import signal
+import subprocess
+import sys
 import threading
 import time
 from unittest import mock
@@ -22,7 +25,7 @@ from data_gen.pretraining.instances import (FEATURE_NAMES, InstanceOptions, Spec
                                             create_instances_from_document, create_masked_lm_predictions,
                                             instance_to_example_bytes, is_start_piece_sentencepiece, pack_token,
                                             truncate_seq_pair)
-from tests.helpers import make_number_spm_model, number_texts, run_script, write_corpus
+from tests.helpers import REPO_ROOT, make_number_spm_model, number_texts, run_script, write_corpus
 
 MAX_SEQ_LENGTH = 128
 MAX_PREDICTIONS = 20
@@ -472,6 +475,50 @@ def test_interrupted_job_resumes_to_the_same_bytes(tmp_path, corpus_file, spm_mo
     assert _contents(resumed) == _contents(clean) and summary["complete"]
     assert sorted(os.listdir(interrupted)) == sorted(os.path.basename(path) for path in resumed) + [
         "train.tfrecord.summary.json"]
+
+
+_KILLED_MID_SHARD = """
+import os, signal, sys
+from data_gen.pretraining import create_pretraining_data as cpd
+
+corpus, spm_model, output_dir = sys.argv[1:]
+tasks_after_first_shard = []
+task_done, shard_done = cpd._Progress.task_done, cpd._Progress.shard_done
+
+
+def shard_done_then_count(self):
+    shard_done(self)
+    tasks_after_first_shard.append(0)
+
+
+def task_done_then_die(self, *arguments):
+    task_done(self, *arguments)
+    if tasks_after_first_shard:
+        tasks_after_first_shard.append(1)
+    if len(tasks_after_first_shard) == 3:  # two blocks of the second shard written, its file not yet renamed
+        os.kill(os.getpid(), signal.SIGKILL)
+
+
+cpd._Progress.task_done, cpd._Progress.shard_done = task_done_then_die, shard_done_then_count
+cpd.create_pretraining_data(corpus, cpd.output_shard_paths(os.path.join(output_dir, "train.tfrecord"), 3), spm_model,
+                            max_seq_length=64, max_predictions_per_seq=10, dupe_factor=2, random_seed=11,
+                            num_workers=1, block_bytes=4096)
+"""
+
+
+def test_a_job_killed_inside_a_shard_reruns_to_the_bytes_of_an_uninterrupted_one(tmp_path, corpus_file,
+                                                                                     spm_model_file):
+    clean, _ = _run(corpus_file, spm_model_file, str(tmp_path / "clean"), num_workers=1)
+    killed_dir = tmp_path / "killed"
+    killed = subprocess.run([sys.executable, "-c", _KILLED_MID_SHARD, corpus_file, spm_model_file, str(killed_dir)],
+                            cwd=REPO_ROOT, capture_output=True, text=True, timeout=600)
+    assert killed.returncode == -signal.SIGKILL, killed.stderr[-3000:]
+    written = sorted(os.listdir(killed_dir))
+    assert os.path.basename(clean[0]) in written and os.path.basename(clean[1]) not in written
+    assert [name for name in written if "incomplete" in name]  # the second shard, cut off inside
+    resumed, summary = _run(corpus_file, spm_model_file, str(killed_dir), num_workers=1)
+    assert _contents(resumed) == _contents(clean) and summary["complete"]
+    assert not [name for name in os.listdir(killed_dir) if "incomplete" in name]
 
 
 def test_ram_filesystem_paths_give_the_local_bytes_and_resume(tmp_path, corpus_file, spm_model_file):
