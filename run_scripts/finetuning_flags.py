@@ -6,13 +6,14 @@ defines its task flags, and in main() calls `finetuning_options()`, builds its t
 """
 
 import dataclasses
-from typing import Callable, Dict, List
+from typing import Callable, Dict, List, Mapping, Optional
 
 from absl import app, flags, logging
 
-from albert_tf.tasks.finetuning import FinetuningOptions
+from albert_tf.tasks.finetuning_options import FinetuningOptions
 from albert_tf.training.checkpointing import TrainingPreempted
 from albert_tf.training.optimization import OPTIMIZER_NAMES
+from run_scripts.option_flags import define_option_flags
 from run_scripts.original_flags import define_original_flags
 from run_scripts.tokenizer_flags import define_digit_comma_rule_flag
 from run_scripts.training_flags import define_compute_flags, define_distribution_flags, recompute_blocks_from_flags
@@ -20,57 +21,60 @@ from run_scripts.training_flags import define_compute_flags, define_distribution
 FLAGS = flags.FLAGS
 
 
-def define_finetuning_flags(*, learning_rate, max_seq_length, train_step=None, warmup_step=0, num_train_epochs=None,
-                            warmup_proportion=None, train_batch_size=32, eval_batch_size=8, predict_batch_size=8,
-                            save_checkpoints_steps=1000, do_train=False, do_eval=False, original_flags=None):
-    """Defines the shared flags with the calling script's defaults (its original's).
+def define_finetuning_flags(*, original_flags: Optional[Mapping[str, str]] = None, **script_defaults) -> None:
+    """Defines the shared flags, defaulting to FinetuningOptions' values except where the calling script's
+    original had others (`script_defaults`, e.g. `learning_rate=1e-5`).
 
-    `original_flags` ({name: what to do instead}) are the calling script's original flags that albert-tf
-    refuses by name, besides the TPU flags and --albert_hub_module_handle that all three had.
+    A script whose original counted epochs (`num_train_epochs`) has no default step count. `original_flags`
+    ({name: what to do instead}) are the calling script's original flags that albert-tf refuses by name, besides
+    the TPU flags and --albert_hub_module_handle that all of them had.
     """
-    flags.DEFINE_string("albert_config_file", None, "albert_config.json of the model (or give --preset).")
-    flags.DEFINE_string("preset", None, "A named config instead of --albert_config_file, e.g. albert-base.")
-    flags.DEFINE_string("init_checkpoint", None,
-                        "Weights to start from, in any supported format: an original TF1 checkpoint, one of ours, "
-                        "Hugging Face safetensors. Without it (and --hub_module_handle) training starts from "
-                        "random weights.")
-    flags.DEFINE_string("hub_module_handle", None, "An exported encoder SavedModel directory to start from.")
-    flags.DEFINE_string("spm_model_file", None, "The SentencePiece model (30k-clean.model).")
-    flags.DEFINE_string("vocab_file", None, "A WordPiece vocabulary instead of --spm_model_file (Chinese models).")
-    flags.DEFINE_bool("do_lower_case", True, "Lowercase the input text (uncased models).")
+    if "num_train_epochs" in script_defaults:
+        script_defaults.setdefault("train_step", None)
+    define_option_flags(FinetuningOptions, {
+        "albert_config_file": "albert_config.json of the model (or give --preset).",
+        "preset": "A named config instead of --albert_config_file, e.g. albert-base.",
+        "init_checkpoint": "Weights to start from, in any supported format: an original TF1 checkpoint, one of "
+                           "ours, Hugging Face safetensors. Without it (and --hub_module_handle) training starts "
+                           "from random weights.",
+        "hub_module_handle": "An exported encoder SavedModel directory to start from.",
+        "spm_model_file": "The SentencePiece model (30k-clean.model).",
+        "vocab_file": "A WordPiece vocabulary instead of --spm_model_file (Chinese models).",
+        "do_lower_case": "Lowercase the input text (uncased models).",
+        "max_seq_length": "Tokens per sequence after [CLS]/[SEP] and padding.",
+        "output_dir": "Checkpoints, eval results and predictions go here.",
+        "cached_dir": "Where feature caches are kept (default: --output_dir).",
+        "do_train": "Fine-tune on the training split.",
+        "do_eval": "Evaluate on the dev split.",
+        "do_predict": "Write predictions for the test split.",
+        "train_batch_size": "Global training batch size.",
+        "eval_batch_size": "Global evaluation batch size.",
+        "predict_batch_size": "Global prediction batch size.",
+        "learning_rate": "Peak learning rate (after warmup, before linear decay).",
+        "train_step": "Training steps (or give --num_train_epochs).",
+        "warmup_step": "Linear warmup steps (or give --warmup_proportion).",
+        "num_train_epochs": "Epochs over the training examples, instead of --train_step.",
+        "warmup_proportion": "Fraction of the steps used for warmup, instead of --warmup_step.",
+        "optimizer": "The original's AdamW or LAMB.",
+        "save_checkpoints_steps": "Save a checkpoint every this many steps.",
+        "keep_checkpoint_max": "How many recent checkpoints to keep; 0 keeps all. Default: all with "
+                               "--eval_every_checkpoint (the original kept every one and searched them for the "
+                               "best), else 5.",
+        "eval_every_checkpoint": "Evaluate every checkpoint that exists after training (not only the last), "
+                                 "keeping the best.",
+        "dropout_prob": "Dropout on the task head's input, the pooled output (the sequence output for run_ner), "
+                        "as the original's 0.1.",
+        "export_dir": "Export the fine-tuned model here as a SavedModel (serving_default).",
+        "with_preprocessing": "With --export_dir (run_glue, run_classifier): the SavedModel takes raw strings "
+                              "(text_a, and text_b for pairs) and holds its SentencePiece preprocessor; load it "
+                              "with `import tensorflow_text`.",
+        "num_trials": "Fine-tune this many times, trial k (0-based) with seed --seed + k in "
+                      "--output_dir/trial-<k>/, and report each trial and the median, mean and std of every "
+                      "metric in --output_dir/eval_results.json; best/, the predictions and --export_dir come "
+                      "from the trial with the best dev metric. Finished trials are kept when rerun. Needs "
+                      "--do_train and --do_eval.",
+    }, defaults={"output_dir": None, **script_defaults}, choices={"optimizer": OPTIMIZER_NAMES})
     define_digit_comma_rule_flag()
-    flags.DEFINE_integer("max_seq_length", max_seq_length, "Tokens per sequence after [CLS]/[SEP] and padding.")
-    flags.DEFINE_string("output_dir", None, "Checkpoints, eval results and predictions go here.")
-    flags.DEFINE_string("cached_dir", None, "Where feature caches are kept (default: --output_dir).")
-    flags.DEFINE_bool("do_train", do_train, "Fine-tune on the training split.")
-    flags.DEFINE_bool("do_eval", do_eval, "Evaluate on the dev split.")
-    flags.DEFINE_bool("do_predict", False, "Write predictions for the test split.")
-    flags.DEFINE_integer("train_batch_size", train_batch_size, "Global training batch size.")
-    flags.DEFINE_integer("eval_batch_size", eval_batch_size, "Global evaluation batch size.")
-    flags.DEFINE_integer("predict_batch_size", predict_batch_size, "Global prediction batch size.")
-    flags.DEFINE_float("learning_rate", learning_rate, "Peak learning rate (after warmup, before linear decay).")
-    flags.DEFINE_integer("train_step", train_step, "Training steps (or give --num_train_epochs).")
-    flags.DEFINE_integer("warmup_step", warmup_step, "Linear warmup steps (or give --warmup_proportion).")
-    flags.DEFINE_float("num_train_epochs", num_train_epochs, "Epochs over the training examples, instead of "
-                       "--train_step.")
-    flags.DEFINE_float("warmup_proportion", warmup_proportion, "Fraction of the steps used for warmup, instead "
-                       "of --warmup_step.")
-    flags.DEFINE_enum("optimizer", "adamw", OPTIMIZER_NAMES, "The original's AdamW or LAMB.")
-    flags.DEFINE_integer("save_checkpoints_steps", save_checkpoints_steps, "Save a checkpoint every this many steps.")
-    flags.DEFINE_integer("keep_checkpoint_max", None, "How many recent checkpoints to keep; 0 keeps all. Default: "
-                         "all with --eval_every_checkpoint (the original kept every one and searched them for the "
-                         "best), else 5.")
-    flags.DEFINE_bool("eval_every_checkpoint", False,
-                      "Evaluate every checkpoint that exists after training (not only the last), keeping the best.")
-    flags.DEFINE_float("dropout_prob", 0.1, "Dropout on the task head's input, the pooled output (the sequence "
-                       "output for run_ner), as the original's 0.1.")
-    flags.DEFINE_string("export_dir", None, "Export the fine-tuned model here as a SavedModel (serving_default).")
-    flags.DEFINE_integer("num_trials", 1,
-                         "Fine-tune this many times, trial k (0-based) with seed --seed + k in "
-                         "--output_dir/trial-<k>/, and report each trial and the median, mean and std of every "
-                         "metric in --output_dir/eval_results.json; best/, the predictions and --export_dir come "
-                         "from the trial with the best dev metric. Finished trials are kept when rerun. Needs "
-                         "--do_train and --do_eval.")
     define_compute_flags()
     define_distribution_flags()
     define_original_flags({"albert_hub_module_handle": "pass --hub_module_handle (an export of "

@@ -19,7 +19,7 @@ FLAGS = flags.FLAGS
 # The original's run_classifier.py is run_glue here: its GLUE flags point there.
 GLUE_SCRIPT = "this run_classifier reads your own files (--train_file, --eval_file, --predict_file); the original " \
               "run_classifier's GLUE tasks are run_scripts.run_glue's"
-finetuning_flags.define_finetuning_flags(learning_rate=5e-5, max_seq_length=128, num_train_epochs=3.0,
+finetuning_flags.define_finetuning_flags(max_seq_length=128, num_train_epochs=3.0,
                                          warmup_proportion=0.1,
                                          original_flags={"task_name": GLUE_SCRIPT, "data_dir": GLUE_SCRIPT})
 # --help lists the shared flags with the script's own.

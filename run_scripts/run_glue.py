@@ -17,7 +17,6 @@ from run_scripts import entry, finetuning_flags
 
 FLAGS = flags.FLAGS
 finetuning_flags.define_finetuning_flags(
-    learning_rate=5e-5, max_seq_length=512, train_step=1000, warmup_step=0,
     original_flags={"threshold_to_export": "not supported: the exported classifier serves its logits; apply a "
                                            "threshold to them where it is served"})
 # --help lists the shared flags with the script's own.

@@ -16,8 +16,8 @@ from run_scripts import entry, finetuning_flags
 
 FLAGS = flags.FLAGS
 # No original ALBERT script: the usual BERT CoNLL-2003 recipe (3 epochs, 10% warmup, 128 tokens).
-finetuning_flags.define_finetuning_flags(learning_rate=5e-5, max_seq_length=128, num_train_epochs=3.0,
-                                         warmup_proportion=0.1, save_checkpoints_steps=1000, do_train=True,
+finetuning_flags.define_finetuning_flags(max_seq_length=128, num_train_epochs=3.0,
+                                         warmup_proportion=0.1, do_train=True,
                                          do_eval=True)
 # --help lists the shared flags with the script's own.
 flags.adopt_module_key_flags(finetuning_flags)

@@ -12,41 +12,43 @@ from albert_tf.config import load_config
 from albert_tf.tasks.pretraining import PretrainingOptions, run_pretraining
 from albert_tf.training import host_allocator
 from albert_tf.training.checkpointing import NonFiniteLossError, TrainingPreempted
+from albert_tf.training.optimization import OPTIMIZER_NAMES
 from run_scripts import entry
+from run_scripts.option_flags import define_option_flags
 from run_scripts.original_flags import define_original_flags
 from run_scripts.training_flags import (define_compute_flags, define_distribution_flags,
                                         recompute_blocks_from_flags)
 
 FLAGS = flags.FLAGS
-# The original run_pretraining.py flags, same names and defaults.
 flags.DEFINE_string("albert_config_file", None, "The albert_config.json of the model to pretrain.")
-flags.DEFINE_string("input_file", None, "Input TFRecord files: a glob or a comma-separated list of globs.")
-flags.DEFINE_string("output_dir", None, "Where checkpoints, eval results and TensorBoard summaries go.")
-flags.DEFINE_string("init_checkpoint", None, "Initial weights: a TF1, Hugging Face or albert-tf checkpoint.")
-flags.DEFINE_integer("max_seq_length", 512, "Sequence length of the input records.")
-flags.DEFINE_integer("max_predictions_per_seq", 20, "Masked positions per record.")
-flags.DEFINE_bool("do_train", True, "Train (on by default, as in the original; --nodo_train with --do_eval only "
-                  "evaluates).")
-flags.DEFINE_bool("do_eval", False, "Evaluate every checkpoint in output_dir.")
-flags.DEFINE_integer("train_batch_size", 4096, "Global training batch size.")
-flags.DEFINE_integer("eval_batch_size", 64, "Global evaluation batch size.")
-flags.DEFINE_enum("optimizer", "lamb", ["lamb", "adamw"], "The optimizer.")
-flags.DEFINE_float("learning_rate", 0.00176, "Peak learning rate.")
-flags.DEFINE_float("poly_power", 1.0, "Power of the polynomial decay.")
-flags.DEFINE_integer("num_train_steps", 125000, "Training steps.")
-flags.DEFINE_integer("num_warmup_steps", 3125, "Linear warmup steps.")
-flags.DEFINE_integer("start_warmup_step", 0, "The step warmup counts from.")
-flags.DEFINE_integer("save_checkpoints_steps", 5000, "Checkpoint every this many steps.")
-flags.DEFINE_integer("keep_checkpoint_max", 5, "Checkpoints kept (the original's default); 0 keeps all.")
-flags.DEFINE_integer("max_eval_steps", 100, "Evaluation batches per checkpoint.")
-flags.DEFINE_bool("init_from_group0", False, "Initialise every group from group 0 of init_checkpoint.")
-# Added by albert-tf.
 flags.DEFINE_string("preset", None, "A named config instead of --albert_config_file, e.g. albert-base.")
-flags.DEFINE_string("eval_input_file", None, "Evaluation TFRecords (default: --input_file, as the original).")
-flags.DEFINE_integer("gradient_accumulation_steps", 1, "Micro-batches per optimizer step.")
-flags.DEFINE_integer("log_every_steps", 100, "Log loss, learning rate, throughput and ETA this often.")
-flags.DEFINE_float("sentence_loss_weight", 1.0, "Weight of the SOP (or NSP) loss in the objective; 0 trains the "
-                   "masked LM alone.")
+# The original run_pretraining.py flags, same names; their defaults are PretrainingOptions' (the original's).
+define_option_flags(PretrainingOptions, {
+    "input_file": "Input TFRecord files: a glob or a comma-separated list of globs.",
+    "output_dir": "Where checkpoints, eval results and TensorBoard summaries go.",
+    "init_checkpoint": "Initial weights: a TF1, Hugging Face or albert-tf checkpoint.",
+    "max_seq_length": "Sequence length of the input records.",
+    "max_predictions_per_seq": "Masked positions per record.",
+    "do_train": "Train (on by default, as in the original; --nodo_train with --do_eval only evaluates).",
+    "do_eval": "Evaluate every checkpoint in output_dir.",
+    "train_batch_size": "Global training batch size.",
+    "eval_batch_size": "Global evaluation batch size.",
+    "optimizer": "The optimizer.",
+    "learning_rate": "Peak learning rate.",
+    "poly_power": "Power of the polynomial decay.",
+    "num_train_steps": "Training steps.",
+    "num_warmup_steps": "Linear warmup steps.",
+    "start_warmup_step": "The step warmup counts from.",
+    "save_checkpoints_steps": "Checkpoint every this many steps.",
+    "keep_checkpoint_max": "Checkpoints kept (the original's default); 0 keeps all.",
+    "max_eval_steps": "Evaluation batches per checkpoint.",
+    "init_from_group0": "Initialise every group from group 0 of init_checkpoint.",
+    # Added by albert-tf.
+    "eval_input_file": "Evaluation TFRecords (default: --input_file, as the original).",
+    "gradient_accumulation_steps": "Micro-batches per optimizer step.",
+    "log_every_steps": "Log loss, learning rate, throughput and ETA this often.",
+    "sentence_loss_weight": "Weight of the SOP (or NSP) loss in the objective; 0 trains the masked LM alone.",
+}, defaults={"output_dir": None}, choices={"optimizer": OPTIMIZER_NAMES})
 define_compute_flags()
 define_distribution_flags()
 define_original_flags({"masked_lm_budget": "not supported: the original's masked_lm_budget mode was "

@@ -31,9 +31,8 @@ from albert_tf.training import host_allocator
 from run_scripts import entry, finetuning_flags, original_flags
 
 FLAGS = flags.FLAGS
-finetuning_flags.define_finetuning_flags(learning_rate=5e-5, max_seq_length=384, num_train_epochs=3.0,
-                                         warmup_proportion=0.1, train_batch_size=32, eval_batch_size=8,
-                                         predict_batch_size=8, save_checkpoints_steps=1000,
+finetuning_flags.define_finetuning_flags(max_seq_length=384, num_train_epochs=3.0,
+                                         warmup_proportion=0.1,
                                          original_flags={"train_feature_file": original_flags.CACHED_FEATURES,
                                                          "predict_feature_file": original_flags.CACHED_FEATURES,
                                                          "predict_feature_left_file": original_flags.CACHED_FEATURES,

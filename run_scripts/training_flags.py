@@ -9,9 +9,10 @@ from typing import Union
 from absl import flags
 
 from albert_tf.layers.recomputation import recompute_setting
-from albert_tf.training.compile_choice import AUTO, JIT_COMPILE_WORDS
+from albert_tf.training.compile_choice import JIT_COMPILE_WORDS
 from albert_tf.training.distribution import STRATEGY_NAMES
-from albert_tf.training.training_settings import MIXED_PRECISION_POLICIES
+from albert_tf.training.training_settings import MIXED_PRECISION_POLICIES, TrainingSettings
+from run_scripts.option_flags import define_option_flags
 
 # The flags belong to the script that defines them (its --help lists them), not to this module.
 flags.disclaim_key_flags()
@@ -35,7 +36,8 @@ def define_jit_compile_flag(flag_values: flags.FlagValues = flags.FLAGS) -> None
     """
     # A boolean flag (`boolean=True`) takes --jit_compile and --nojit_compile without a value, as before.
     flags.DEFINE_flag(flags.Flag(
-        flags.EnumParser(JIT_COMPILE_WORDS, case_sensitive=False), flags.ArgumentSerializer(), "jit_compile", AUTO,
+        flags.EnumParser(JIT_COMPILE_WORDS, case_sensitive=False), flags.ArgumentSerializer(), "jit_compile",
+        TrainingSettings.jit_compile,
         "How the model's steps (training, evaluation, prediction) are computed: auto takes the faster of XLA "
         "and TensorFlow's own kernels for the device, the precision and the model (a rule where one is certain, "
         "else a few timed steps of each on the first batch, cached in $ALBERT_TF_CACHE_DIR or "
@@ -54,10 +56,10 @@ def define_compute_flags(flag_values: flags.FlagValues = flags.FLAGS) -> None:
     ('auto', 8)
     """
     define_jit_compile_flag(flag_values)
-    flags.DEFINE_enum("mixed_precision", "float32", MIXED_PRECISION_POLICIES, "Keras dtype policy.",
-                      flag_values=flag_values)
-    flags.DEFINE_integer("steps_per_loop", 1, "Training steps per tf.function call (use more on TPUs).",
-                         flag_values=flag_values)
+    define_option_flags(TrainingSettings, {
+        "mixed_precision": "Keras dtype policy.",
+        "steps_per_loop": "Training steps per tf.function call (use more on TPUs).",
+    }, choices={"mixed_precision": MIXED_PRECISION_POLICIES}, flag_values=flag_values)
     flags.DEFINE_bool("recompute_blocks", False, "Re-run each transformer block in the backward pass instead of "
                       "storing its activations: less memory, about a third more compute.", flag_values=flag_values)
     flags.DEFINE_integer("num_recomputed_blocks", 0, "Recompute only the first N applied blocks (with or without "
@@ -67,13 +69,12 @@ def define_compute_flags(flag_values: flags.FlagValues = flags.FLAGS) -> None:
 
 def define_distribution_flags(flag_values: flags.FlagValues = flags.FLAGS) -> None:
     """Where and how reproducibly a run trains: the tf.distribute strategy, its TPU, the seed, determinism."""
-    flags.DEFINE_enum("strategy", "one_device", STRATEGY_NAMES, "tf.distribute strategy; multi_worker_mirrored "
-                      "reads TF_CONFIG.", flag_values=flag_values)
-    flags.DEFINE_string("tpu", None, "Cloud TPU name or grpc:// address for --strategy=tpu.",
-                        flag_values=flag_values)
-    flags.DEFINE_integer("seed", 12345, "Seed for initialisation, dropout and data order.", flag_values=flag_values)
-    flags.DEFINE_bool("deterministic", False, "Make TensorFlow ops deterministic (slower; exact resumes).",
-                      flag_values=flag_values)
+    define_option_flags(TrainingSettings, {
+        "strategy": "tf.distribute strategy; multi_worker_mirrored reads TF_CONFIG.",
+        "tpu": "Cloud TPU name or grpc:// address for --strategy=tpu.",
+        "seed": "Seed for initialisation, dropout and data order.",
+        "deterministic": "Make TensorFlow ops deterministic (slower; exact resumes).",
+    }, choices={"strategy": STRATEGY_NAMES}, flag_values=flag_values)
 
 
 def recompute_blocks_from_flags(flag_values: flags.FlagValues = flags.FLAGS) -> Union[bool, int]:

@@ -90,6 +90,15 @@ def run_python(*arguments, timeout=600, **env):
                           text=True, timeout=timeout)
 
 
+def guide_snippet(name, guide="export.md"):
+    """The fenced block that follows `<!-- snippet: NAME -->` in docs/<guide>, so the guide's code is what runs."""
+    with open(os.path.join(REPO_ROOT, "docs", guide), encoding="utf-8") as handle:
+        text = handle.read()
+    match = re.search(r"<!-- snippet: " + re.escape(name) + r" -->\n```[a-z]*\n(.*?)```", text, re.DOTALL)
+    assert match, f"docs/{guide} has no snippet {name!r}"
+    return match.group(1)
+
+
 def run_script(name, *flags, timeout=600, **env):
     """Runs `python -m run_scripts.<name> *flags` as run_python does."""
     return run_python("-m", f"run_scripts.{name}", *flags, timeout=timeout, **env)

@@ -179,7 +179,7 @@ def _pretrain_step(settings: BenchmarkSettings, output_dir: str):
 def _finetune_step(settings: BenchmarkSettings, output_dir: str):
     from albert_tf.models.classifier import AlbertClassifier
     from albert_tf.training.distribution import get_strategy
-    from albert_tf.tasks.finetuning import classification_loss_fn
+    from albert_tf.tasks.classification_functions import classification_loss_fn
     from albert_tf.training.optimization import create_optimizer
     from albert_tf.training.training_settings import set_mixed_precision
     from albert_tf.training.trainer import Trainer

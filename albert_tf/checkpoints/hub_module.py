@@ -11,6 +11,7 @@ model's own heads (never part of a hub module) start fresh with a warning.
 import dataclasses
 import logging
 import os
+from typing import Union
 
 import tensorflow as tf
 
@@ -34,12 +35,15 @@ TF1_HUB_MODULE_MARKER = "tfhub_module.pb"
 
 @dataclasses.dataclass(frozen=True)
 class HubModule:
-    """What an exported encoder directory provides for fine-tuning."""
+    """What an exported encoder directory provides for fine-tuning, read once: the config, the SentencePiece model
+    and do_lower_case, and the encoder's `weights` by TF1 name (read lazily, as `load_weights(model, weights)`
+    takes them)."""
 
     encoder_dir: str
     config: AlbertConfig
     spm_model_file: str
     do_lower_case: bool
+    weights: CheckpointContents
 
 
 def resolve_encoder_dir(handle: str) -> str:
@@ -81,70 +85,60 @@ def _value_key(graph, node_id):
 
 
 def read_hub_module(handle: str) -> HubModule:
-    """Config, SentencePiece model and do_lower_case of an exported encoder.
+    """Config, SentencePiece model, do_lower_case and weights of an exported encoder, from one reading of its files.
 
     Example:
     >>> module = read_hub_module("/tmp/albert_hub")  # doctest: +SKIP
     >>> module.config.hidden_size, os.path.basename(module.spm_model_file)  # doctest: +SKIP
     (768, 'spm.model')
+    >>> module.weights.shapes["bert/embeddings/word_embeddings"]  # doctest: +SKIP
+    (30000, 128)
     """
     encoder_dir = resolve_encoder_dir(handle)
     assets = os.path.join(encoder_dir, "assets")
-    config = AlbertConfig.from_json_file(os.path.join(assets, ALBERT_CONFIG_ASSET))
+    config_file = os.path.join(assets, ALBERT_CONFIG_ASSET)
+    config = AlbertConfig.from_json_file(config_file)
     spm_model_file = os.path.join(assets, SPM_MODEL_ASSET)
     if not tf.io.gfile.exists(spm_model_file):
         raise ValueError(f"--hub_module_handle={handle!r}: {assets} has no {SPM_MODEL_ASSET}.")
-    reader = tf.train.load_checkpoint(os.path.join(encoder_dir, "variables", "variables"))
-    graph = _object_graph(reader)
-    flag_node = _children(graph, 0).get(_DO_LOWER_CASE)
-    if flag_node is None:
-        raise ValueError(f"--hub_module_handle={handle!r}: the SavedModel in {encoder_dir} has no "
-                         f"`{_DO_LOWER_CASE}` variable.")
-    do_lower_case = bool(reader.get_tensor(_value_key(graph, flag_node)))
-    return HubModule(encoder_dir, config, spm_model_file, do_lower_case)
-
-
-def read_hub_checkpoint(handle: str) -> CheckpointContents:
-    """The module's weights by TF1 name, as `load_weights(model, contents)` takes them.
-
-    Example:
-    >>> contents = read_hub_checkpoint("/tmp/albert_hub")  # doctest: +SKIP
-    >>> contents.shapes["bert/embeddings/word_embeddings"]  # doctest: +SKIP
-    (30000, 128)
-    """
-    module = read_hub_module(handle)
-    prefix = os.path.join(module.encoder_dir, "variables", "variables")
+    prefix = os.path.join(encoder_dir, "variables", "variables")
     reader = tf.train.load_checkpoint(prefix)
     graph = _object_graph(reader)
-    names_node = _children(graph, 0).get(VARIABLES_BY_TF1_NAME)
-    if names_node is None:
-        raise ValueError(f"--hub_module_handle={handle!r}: the SavedModel in {module.encoder_dir} has no "
-                         f"`{VARIABLES_BY_TF1_NAME}`; re-export it with run_scripts.export_to_tfhub.")
-    keys = {name: _value_key(graph, node) for name, node in _children(graph, names_node).items()}
+    root_children = _children(graph, 0)
+    for name in (_DO_LOWER_CASE, VARIABLES_BY_TF1_NAME):
+        if name not in root_children:
+            raise ValueError(f"--hub_module_handle={handle!r}: the SavedModel in {encoder_dir} has no `{name}`; "
+                             "re-export it with run_scripts.export_to_tfhub.")
+    do_lower_case = bool(reader.get_tensor(_value_key(graph, root_children[_DO_LOWER_CASE])))
+    keys = {name: _value_key(graph, node)
+            for name, node in _children(graph, root_children[VARIABLES_BY_TF1_NAME]).items()}
     shape_map = reader.get_variable_to_shape_map()
-    return CheckpointContents(
-        location=CheckpointLocation(HUB_FORMAT, prefix, module.encoder_dir),
+    weights = CheckpointContents(
+        location=CheckpointLocation(HUB_FORMAT, prefix, encoder_dir),
         shapes={name: tuple(shape_map[key]) for name, key in keys.items()},
         read=lambda name: reader.get_tensor(keys[name]),
-        config=module.config, config_source=os.path.join(module.encoder_dir, "assets", ALBERT_CONFIG_ASSET),
+        config=config, config_source=config_file,
         file_names={name: f"{VARIABLES_BY_TF1_NAME}[{name!r}]" for name in keys})
+    return HubModule(encoder_dir, config, spm_model_file, do_lower_case, weights)
 
 
-def load_encoder_weights(model, handle: str) -> HubModule:
+def load_encoder_weights(model, module: Union[str, HubModule]) -> HubModule:
     """Loads an exported encoder's weights into `model` and returns the module's config and vocabulary.
 
-    `model` is an AlbertEncoder, an AlbertPretrainer (its masked-LM head comes from `.mlm`; the
-    sentence-order head is not exported and starts fresh) or a fine-tuning model with `.encoder`
-    (its head starts fresh). Build the model from `read_hub_module(handle).config`.
+    `module` is the export's directory, or the HubModule `read_hub_module` read from it (then nothing is read
+    again). `model` is an AlbertEncoder, an AlbertPretrainer (its masked-LM head comes from `.mlm`; the
+    sentence-order head is not exported and starts fresh) or a fine-tuning model with `.encoder` (its head starts
+    fresh). Build the model from the module's `config`.
 
     Example:
     >>> from albert_tf import AlbertClassifier
     >>> module = read_hub_module("/tmp/albert_hub")  # doctest: +SKIP
     >>> classifier = AlbertClassifier(module.config, num_labels=2)  # doctest: +SKIP
-    >>> load_encoder_weights(classifier, "/tmp/albert_hub").spm_model_file  # doctest: +SKIP
+    >>> load_encoder_weights(classifier, module).spm_model_file  # doctest: +SKIP
     '/tmp/albert_hub/encoder/assets/spm.model'
     """
-    module = read_hub_module(handle)
-    result: LoadResult = load_weights(model, read_hub_checkpoint(handle), allow_missing_heads=True)
+    if not isinstance(module, HubModule):
+        module = read_hub_module(module)
+    result: LoadResult = load_weights(model, module.weights, allow_missing_heads=True)
     logger.info("Loaded %d variables from the hub module %s.", result.num_loaded, module.encoder_dir)
     return module

@@ -32,7 +32,7 @@ from albert_tf.experiments.atomic_json import read_json, write_json
 from albert_tf.experiments.pretraining_data import PretrainingData
 from albert_tf.experiments.arms import Arm
 from albert_tf.experiments.stopping import stopped_during
-from albert_tf.tasks.finetuning import FinetuningOptions
+from albert_tf.tasks.finetuning_options import FinetuningOptions
 from albert_tf.tasks.glue import GlueOptions, run_glue
 from albert_tf.tasks.text_classification import TextClassificationOptions, run_text_classification
 from albert_tf.experiments.linear_probe import run_linear_probe

@@ -18,8 +18,10 @@ TEXT_INPUT_NAMES = ("text_a", "text_b")
 class _RawTextClassifier(AutoTrackable):
     """A fine-tuned AlbertClassifier behind its preprocessor: strings in, probabilities out."""
 
-    def __init__(self, classifier: AlbertClassifier, preprocessor: AlbertPreprocessor, num_text_inputs: int):
+    def __init__(self, classifier: AlbertClassifier, preprocessor: AlbertPreprocessor, num_text_inputs: int,
+                 multi_label: bool = False):
         self._parts = Untracked(classifier=classifier)
+        self._multi_label = multi_label
         self.preprocessor = preprocessor
         self.variables = tf_variables(classifier.variables)
         self.trainable_variables = tf_variables(classifier.trainable_variables)
@@ -35,7 +37,10 @@ class _RawTextClassifier(AutoTrackable):
         logits = classifier(self.preprocessor.bert_pack_inputs(segments), training=False)
         if classifier.num_labels == 1:
             return {"predictions": tf.cast(logits[:, 0], tf.float32)}
-        return {"probabilities": tf.nn.softmax(tf.cast(logits, tf.float32), axis=-1)}
+        logits = tf.cast(logits, tf.float32)
+        if self._multi_label:
+            return {"probabilities": tf.sigmoid(logits)}
+        return {"probabilities": tf.nn.softmax(logits, axis=-1)}
 
     def _classify_one(self, text_a):
         return self._classify([text_a])
@@ -47,15 +52,16 @@ class _RawTextClassifier(AutoTrackable):
 def export_classifier_with_preprocessor(classifier: AlbertClassifier, export_dir: str,
                                         preprocessor: Union[AlbertPreprocessor, str], do_lower_case: bool = True,
                                         seq_length: int = DEFAULT_SEQ_LENGTH, num_text_inputs: int = 1,
-                                        digit_comma_rule: str = DEFAULT_DIGIT_COMMA_RULE) -> str:
+                                        digit_comma_rule: str = DEFAULT_DIGIT_COMMA_RULE,
+                                        multi_label: bool = False) -> str:
     """Writes one SavedModel that classifies raw strings: the preprocessor, then the fine-tuned classifier.
 
     `preprocessor` is an AlbertPreprocessor or the path of the SentencePiece model to build one from
     (with `do_lower_case`, `seq_length` and `digit_comma_rule`). `num_text_inputs` is 1 (`text_a`) or 2
     (`text_a`, `text_b`, packed as `[CLS] a [SEP] b [SEP]`). The SavedModel's `serving_default` signature and the loaded
     object itself take those string tensors and return `probabilities` [B, num_labels] (softmax of the
-    logits), or `predictions` [B] for a regression model (num_labels=1). Loading it needs
-    `import tensorflow_text`.
+    logits; with `multi_label`, a sigmoid per label), or `predictions` [B] for a regression model (num_labels=1).
+    Loading it needs `import tensorflow_text`.
 
     Example:
     >>> export_classifier_with_preprocessor(classifier, "/tmp/sst2_model", "30k-clean.model")  # doctest: +SKIP
@@ -72,7 +78,7 @@ def export_classifier_with_preprocessor(classifier: AlbertClassifier, export_dir
         check_file(preprocessor, "preprocessor (SentencePiece model)")
         preprocessor = AlbertPreprocessor(preprocessor, do_lower_case=do_lower_case, seq_length=seq_length,
                                           digit_comma_rule=digit_comma_rule)
-    model = _RawTextClassifier(classifier, preprocessor, num_text_inputs)
+    model = _RawTextClassifier(classifier, preprocessor, num_text_inputs, multi_label)
     tf.saved_model.save(model, export_dir, signatures={"serving_default": model.__call__.get_concrete_function()})
     logger.info("Exported the classifier with its preprocessor (%d text input(s)) to %s", num_text_inputs,
                 export_dir)

@@ -10,7 +10,7 @@ test_results_AX.tsv for MNLI's others).
 
 Usage (it needs the GLUE data and a pretrained model, so it is not run here):
 
-    from albert_tf.tasks.finetuning import FinetuningOptions
+    from albert_tf.tasks.finetuning_options import FinetuningOptions
     from albert_tf.tasks.glue import GlueOptions, run_glue
 
     results = run_glue(GlueOptions(
@@ -29,8 +29,13 @@ import tensorflow as tf
 from absl import logging
 
 from albert_tf.models.classifier import AlbertClassifier
-from albert_tf.tasks import finetuning, multi_seed
-from albert_tf.tasks.finetuning import FinetuningOptions
+from albert_tf.tasks import multi_seed
+from albert_tf.tasks.classification_functions import (classification_loss_fn, classification_predict_fn,
+                                                      classification_serving_fn, regression_loss_fn,
+                                                      regression_predict_fn, regression_serving_fn)
+from albert_tf.tasks.finetuning_options import FinetuningOptions, check_finetuning_options, resolve_cached_dir
+from albert_tf.tasks.finetuning_task import DataSplit, FinetuningTask, RawTextExport, count_labels
+from albert_tf.tasks.model_source import resolve_model_source
 from albert_tf.training import metrics
 from data_gen.readers import glue as glue_data
 from data_gen.readers.glue import GlueExample, GlueTask
@@ -235,11 +240,12 @@ def _splits(task, options, finetuning_options, tokenizer):
     def load(glue_task, split, name=None, metric_suffix=""):
         split_examples, features = glue_data.load_split(
             glue_task, split, tokenizer, finetuning_options.max_seq_length,
-            finetuning.resolve_cached_dir(finetuning_options), data_dir=options.data_dir, use_tfds=options.use_tfds,
+            resolve_cached_dir(finetuning_options), data_dir=options.data_dir, use_tfds=options.use_tfds,
             tfds_data_dir=options.tfds_data_dir)
         name = name or split
         examples[name] = (glue_task, split, split_examples)
-        return finetuning.DataSplit(name, features.dataset, features.num_examples, metric_suffix)
+        label_counts = {} if glue_task.is_regression else count_labels(example.label for example in split_examples)
+        return DataSplit(name, features.dataset, features.num_examples, metric_suffix, label_counts)
 
     train = load(task, "train") if finetuning_options.do_train else None
     evaluation = [load(task, split, metric_suffix="_mismatched" if split == "dev_mismatched" else "")
@@ -264,7 +270,7 @@ def _diagnostic_split(load, options):
         return []
 
 
-def build_task(options: GlueOptions, finetuning_options: FinetuningOptions, tokenizer) -> finetuning.FinetuningTask:
+def build_task(options: GlueOptions, finetuning_options: FinetuningOptions, tokenizer) -> FinetuningTask:
     """The FinetuningTask of a GLUE run, its splits loaded (and their features cached) as `finetuning_options` ask."""
     task = glue_data.get_task(options.task_name)
     train, evaluation, prediction, examples = _splits(task, options, finetuning_options, tokenizer)
@@ -284,18 +290,18 @@ def build_task(options: GlueOptions, finetuning_options: FinetuningOptions, toke
                             outputs)
 
     sequence = tf.TensorSpec([None, finetuning_options.max_seq_length], tf.int32)
-    return finetuning.FinetuningTask(
+    return FinetuningTask(
         name=task.name,
         build_model=lambda config, dropout_rate, recompute_blocks: AlbertClassifier(
             config, task.num_labels, dropout_rate, recompute_blocks=recompute_blocks),
         input_signature={"input_word_ids": sequence, "input_mask": sequence, "input_type_ids": sequence},
-        loss_fn=finetuning.regression_loss_fn if regression else finetuning.classification_loss_fn,
-        predict_fn=finetuning.regression_predict_fn if regression else finetuning.classification_predict_fn,
-        serving_fn=finetuning.regression_serving_fn if regression else finetuning.classification_serving_fn,
+        loss_fn=regression_loss_fn if regression else classification_loss_fn,
+        predict_fn=regression_predict_fn if regression else classification_predict_fn,
+        serving_fn=regression_serving_fn if regression else classification_serving_fn,
         compute_metrics=task_metrics, best_metric=best_metric(task),
         original_metric_names=original_metric_names(task), train_data=train, eval_splits=evaluation,
         predict_splits=prediction, write_eval_predictions=task_eval_predictions,
-        write_predictions=task_predictions)
+        write_predictions=task_predictions, raw_text_export=RawTextExport(len(task.tfds_text_features)))
 
 
 def run_glue(options: GlueOptions) -> Dict[str, object]:
@@ -306,5 +312,7 @@ def run_glue(options: GlueOptions) -> Dict[str, object]:
     again resumes. See the module's docstring for an example.
     """
     finetuning_options = resolve_options(options)
-    tokenizer = finetuning.resolve_tokenizer(finetuning_options)
-    return multi_seed.run_trials(build_task(options, finetuning_options, tokenizer), finetuning_options)
+    check_finetuning_options(finetuning_options, exports_raw_text=True)
+    source = resolve_model_source(finetuning_options)
+    return multi_seed.run_trials(build_task(options, finetuning_options, source.tokenizer), finetuning_options,
+                                 source)

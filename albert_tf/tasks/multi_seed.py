@@ -31,7 +31,7 @@ import math
 import os
 import time
 import uuid
-from typing import Dict, Mapping, Sequence
+from typing import Dict, Mapping, Optional, Sequence
 
 import keras
 import numpy as np
@@ -40,7 +40,10 @@ from absl import logging
 
 from albert_tf.checkpoints import formats
 from albert_tf.tasks import finetuning
-from albert_tf.tasks.finetuning import BEST_CHECKPOINT_NAME, BEST_DIR_NAME, FinetuningOptions, FinetuningTask
+from albert_tf.tasks.checkpoint_evaluation import BEST_CHECKPOINT_NAME, BEST_DIR_NAME
+from albert_tf.tasks.finetuning_options import FinetuningOptions
+from albert_tf.tasks.finetuning_task import FinetuningTask
+from albert_tf.tasks.model_source import ModelSource, resolve_model_source
 
 TRIAL_DIR_PREFIX = "trial-"
 TRIAL_RESULTS_NAME = "trial_results.json"
@@ -140,24 +143,30 @@ def summary_text(summary: Mapping[str, object]) -> str:
 
 # ---- the run -------------------------------------------------------------------------------------
 
-def run_trials(task: FinetuningTask, options: FinetuningOptions) -> Dict[str, object]:
+def run_trials(task: FinetuningTask, options: FinetuningOptions,
+               source: Optional[ModelSource] = None) -> Dict[str, object]:
     """Runs `task` `options.num_trials` times with seeds `options.seed + k`; returns what it measured.
 
-    With one trial this is `finetuning.run_finetuning(task, options)`. With more, the result is
+    With one trial this is `finetuning.run_finetuning(task, options, source)`. With more, the result is
     eval_results.json's content plus `best` (the best trial's metrics, with `checkpoint` in output_dir/best/) and,
-    when it predicted or exported, `prediction_checkpoint`.
+    when it predicted or exported, `prediction_checkpoint`. Every trial starts from `source` (resolved here
+    without a tokenizer when not given).
 
     Example:
-    >>> task = glue.build_task(glue_options, options, tokenizer)  # doctest: +SKIP
-    >>> run_trials(task, dataclasses.replace(options, num_trials=5))["median"]["accuracy"]  # doctest: +SKIP
+    >>> task = glue.build_task(glue_options, options, source.tokenizer)  # doctest: +SKIP
+    >>> run_trials(task, dataclasses.replace(options, num_trials=5), source)["median"]["accuracy"]  # doctest: +SKIP
     0.87
     """
     if options.num_trials == 1:
-        return finetuning.run_finetuning(task, options)
+        return finetuning.run_finetuning(task, options, source)
+    if source is None:
+        source = resolve_model_source(options, with_tokenizer=False)
     tf.io.gfile.makedirs(options.output_dir)
+    # As a single run leaves it beside its checkpoints: a rerun that names no config finds it here.
+    source.config.to_json_file(os.path.join(options.output_dir, formats.ALBERT_CONFIG_NAME))
     records, durations = [], []
     for trial in range(options.num_trials):
-        records.append(_finished_trial(task, options, trial) or _run_trial(task, options, trial, durations))
+        records.append(_finished_trial(task, options, trial) or _run_trial(task, options, source, trial, durations))
     summary = aggregate_trials(records, task.best_metric)
     best = summary["best_trial"]
     checkpoint = _copy_best_trial(options.output_dir, trial_dir(options.output_dir, best))
@@ -169,7 +178,7 @@ def run_trials(task: FinetuningTask, options: FinetuningOptions) -> Dict[str, ob
     results = dict(summary, best=dict(records[best]["metrics"], checkpoint=checkpoint))
     if options.do_predict or options.export_dir:
         final = finetuning.run_finetuning(task, dataclasses.replace(
-            options, num_trials=1, seed=records[best]["seed"], do_train=False, do_eval=False))
+            options, num_trials=1, seed=records[best]["seed"], do_train=False, do_eval=False), source)
         results["prediction_checkpoint"] = final["prediction_checkpoint"]
     return results
 
@@ -199,13 +208,13 @@ def _finished_trial(task, options, trial):
     return record
 
 
-def _run_trial(task, options, trial, durations):
+def _run_trial(task, options, source, trial, durations):
     directory, seed = trial_dir(options.output_dir, trial), trial_seed(options.seed, trial)
     logging.info("trial-%d (%d of %d, seed %d) in %s; %s.", trial, trial + 1, options.num_trials, seed, directory,
                  _eta(durations, options.num_trials - trial))
     started = time.monotonic()
     results = finetuning.run_finetuning(task, dataclasses.replace(
-        options, output_dir=directory, seed=seed, num_trials=1, do_predict=False, export_dir=None))
+        options, output_dir=directory, seed=seed, num_trials=1, do_predict=False, export_dir=None), source)
     # The next trial builds its model afresh: drop this one's Keras state, so N trials take the memory of one.
     keras.backend.clear_session()
     durations.append(time.monotonic() - started)

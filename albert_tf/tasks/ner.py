@@ -16,7 +16,7 @@ type): a run that finds it uses it, else the labels are those of the splits it l
 
 Usage (it needs the CoNLL-2003 data and a pretrained model, so it is not run here):
 
-    from albert_tf.tasks.finetuning import FinetuningOptions
+    from albert_tf.tasks.finetuning_options import FinetuningOptions
     from albert_tf.tasks.ner import NerOptions, run_ner
 
     results = run_ner(NerOptions(
@@ -37,8 +37,11 @@ import tensorflow as tf
 from absl import logging
 
 from albert_tf.models.token_classifier import AlbertTokenClassifier
-from albert_tf.tasks import finetuning, multi_seed
-from albert_tf.tasks.finetuning import EXAMPLE_INDEX, LABEL_IDS, FinetuningOptions, model_inputs
+from albert_tf.tasks import multi_seed
+from albert_tf.tasks.classification_functions import model_inputs, softmax_cross_entropy
+from albert_tf.tasks.finetuning_options import FinetuningOptions, check_finetuning_options, resolve_cached_dir
+from albert_tf.tasks.finetuning_task import EXAMPLE_INDEX, LABEL_IDS, DataSplit, FinetuningTask
+from albert_tf.tasks.model_source import resolve_model_source
 from data_gen.evaluation.conll_evaluation import entity_scores
 from data_gen.readers import conll as conll_data
 from data_gen.readers.conll import IGNORED_LABEL, ConllSentence
@@ -71,7 +74,7 @@ class NerOptions:
 def _token_losses(logits, labels):
     """Per-position cross-entropy and the float mask of the labelled positions."""
     labelled = tf.not_equal(labels, IGNORED_LABEL)
-    losses = finetuning.softmax_cross_entropy(logits, tf.where(labelled, labels, tf.zeros_like(labels)))
+    losses = softmax_cross_entropy(logits, tf.where(labelled, labels, tf.zeros_like(labels)))
     weights = tf.cast(labelled, tf.float32)
     return losses * weights, weights
 
@@ -152,7 +155,7 @@ def resolve_labels(options: NerOptions, sentences_by_split: Dict[str, List[Conll
     return labels
 
 
-def build_task(options: NerOptions, tokenizer) -> finetuning.FinetuningTask:
+def build_task(options: NerOptions, tokenizer) -> FinetuningTask:
     """The FinetuningTask of a CoNLL run, its splits loaded (and their features cached) as the options ask."""
     finetuning_options = options.finetuning
     tag_scheme = conll_data.check_tag_scheme(options.tag_scheme)
@@ -179,8 +182,8 @@ def build_task(options: NerOptions, tokenizer) -> finetuning.FinetuningTask:
     def load(split):
         _, features = conll_data.load_split(
             options.data_dir, split, tokenizer, finetuning_options.max_seq_length,
-            finetuning.resolve_cached_dir(finetuning_options), tag_scheme, labels, sentences=sentences[split])
-        return finetuning.DataSplit(split, features.dataset, features.num_examples)
+            resolve_cached_dir(finetuning_options), tag_scheme, labels, sentences=sentences[split])
+        return DataSplit(split, features.dataset, features.num_examples)
 
     def scores(split, outputs):
         predictions = predicted_tags(sentences[split.name], outputs, labels, tag_scheme)
@@ -197,7 +200,7 @@ def build_task(options: NerOptions, tokenizer) -> finetuning.FinetuningTask:
         logging.info("Test results: %s", results)
 
     sequence = tf.TensorSpec([None, finetuning_options.max_seq_length], tf.int32)
-    return finetuning.FinetuningTask(
+    return FinetuningTask(
         name="ner",
         build_model=lambda config, dropout_rate, recompute_blocks: AlbertTokenClassifier(
             config, len(labels), dropout_rate, recompute_blocks=recompute_blocks),
@@ -219,5 +222,6 @@ def run_ner(options: NerOptions) -> Dict[str, object]:
     A run stopped by SIGTERM raises checkpointing.TrainingPreempted once its checkpoint is saved; running it
     again resumes. See the module's docstring for an example.
     """
-    tokenizer = finetuning.resolve_tokenizer(options.finetuning)
-    return multi_seed.run_trials(build_task(options, tokenizer), options.finetuning)
+    check_finetuning_options(options.finetuning)
+    source = resolve_model_source(options.finetuning)
+    return multi_seed.run_trials(build_task(options, source.tokenizer), options.finetuning, source)

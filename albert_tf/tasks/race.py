@@ -8,7 +8,7 @@ test accuracies and loss in predict_results.{txt,json}.
 
 Usage (it needs the RACE data and a pretrained model, so it is not run here):
 
-    from albert_tf.tasks.finetuning import FinetuningOptions
+    from albert_tf.tasks.finetuning_options import FinetuningOptions
     from albert_tf.tasks.race import RaceOptions, run_race
 
     results = run_race(RaceOptions(
@@ -28,8 +28,13 @@ import tensorflow as tf
 from absl import logging
 
 from albert_tf.models.multiple_choice import AlbertMultipleChoice
-from albert_tf.tasks import finetuning, multi_seed
-from albert_tf.tasks.finetuning import FinetuningOptions
+from albert_tf.tasks import multi_seed
+from albert_tf.tasks.checkpoint_evaluation import with_original_names
+from albert_tf.tasks.classification_functions import (classification_loss_fn, classification_predict_fn,
+                                                      classification_serving_fn)
+from albert_tf.tasks.finetuning_options import FinetuningOptions, check_finetuning_options, resolve_cached_dir
+from albert_tf.tasks.finetuning_task import DataSplit, FinetuningTask
+from albert_tf.tasks.model_source import resolve_model_source
 from albert_tf.training import metrics
 from data_gen.readers import race as race_data
 from data_gen.readers.race import RaceExample
@@ -90,7 +95,7 @@ def write_results(path_prefix: str, results: Dict[str, float]) -> None:
 
 # ---- the task ------------------------------------------------------------------------------------
 
-def build_task(options: RaceOptions, tokenizer) -> finetuning.FinetuningTask:
+def build_task(options: RaceOptions, tokenizer) -> FinetuningTask:
     """The FinetuningTask of a RACE run, its splits loaded (and their features cached) as the options ask."""
     finetuning_options = options.finetuning
     levels = race_data.selected_levels(options.high_only, options.middle_only)
@@ -99,13 +104,13 @@ def build_task(options: RaceOptions, tokenizer) -> finetuning.FinetuningTask:
     def load(split):
         split_examples, features = race_data.load_split(
             options.data_dir, split, tokenizer, finetuning_options.max_seq_length, options.max_qa_length,
-            finetuning.resolve_cached_dir(finetuning_options), levels)
+            resolve_cached_dir(finetuning_options), levels)
         if not split_examples:
             # A test split is scored too (predict_results), so an empty one has nothing to report.
             raise ValueError(f"The RACE {split} files under {options.data_dir} ({', '.join(levels)}) hold no "
                              f"questions; {_SPLIT_FLAGS[split]} needs at least one.")
         examples[split] = split_examples
-        return finetuning.DataSplit(split, features.dataset, features.num_examples)
+        return DataSplit(split, features.dataset, features.num_examples)
 
     def scores(split, outputs):
         predictions = np.argmax(outputs["logits"], axis=-1)
@@ -120,17 +125,17 @@ def build_task(options: RaceOptions, tokenizer) -> finetuning.FinetuningTask:
         results["loss"] = float(np.mean(outputs["per_example_loss"]))
         write_predictions(os.path.join(output_dir, "test_predictions.tsv"), examples[split.name], predictions)
         write_results(os.path.join(output_dir, "predict_results"),
-                      finetuning.with_original_names(results, ORIGINAL_METRIC_NAMES))
+                      with_original_names(results, ORIGINAL_METRIC_NAMES))
         logging.info("Test results: %s", results)
 
     choices = tf.TensorSpec([None, len(race_data.ANSWER_LETTERS), finetuning_options.max_seq_length], tf.int32)
-    return finetuning.FinetuningTask(
+    return FinetuningTask(
         name="race",
         build_model=lambda config, dropout_rate, recompute_blocks: AlbertMultipleChoice(
             config, len(race_data.ANSWER_LETTERS), dropout_rate, recompute_blocks=recompute_blocks),
         input_signature={"input_word_ids": choices, "input_mask": choices, "input_type_ids": choices},
-        loss_fn=finetuning.classification_loss_fn, predict_fn=finetuning.classification_predict_fn,
-        serving_fn=finetuning.classification_serving_fn,
+        loss_fn=classification_loss_fn, predict_fn=classification_predict_fn,
+        serving_fn=classification_serving_fn,
         compute_metrics=lambda split, outputs: scores(split, outputs)[1], best_metric="accuracy",
         original_metric_names=ORIGINAL_METRIC_NAMES,
         train_data=load("train") if finetuning_options.do_train else None,
@@ -146,5 +151,6 @@ def run_race(options: RaceOptions) -> Dict[str, object]:
     A run stopped by SIGTERM raises checkpointing.TrainingPreempted once its checkpoint is saved; running it
     again resumes. See the module's docstring for an example.
     """
-    tokenizer = finetuning.resolve_tokenizer(options.finetuning)
-    return multi_seed.run_trials(build_task(options, tokenizer), options.finetuning)
+    check_finetuning_options(options.finetuning)
+    source = resolve_model_source(options.finetuning)
+    return multi_seed.run_trials(build_task(options, source.tokenizer), options.finetuning, source)

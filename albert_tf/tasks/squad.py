@@ -19,7 +19,7 @@ original_null_score_diff_threshold: both are tuned on the split they score.
 
 Usage (it needs the SQuAD files and a pretrained model, so it is not run here):
 
-    from albert_tf.tasks.finetuning import FinetuningOptions
+    from albert_tf.tasks.finetuning_options import FinetuningOptions
     from albert_tf.tasks.squad import SquadOptions, run_squad
 
     results = run_squad(SquadOptions(
@@ -40,8 +40,11 @@ from absl import logging
 
 from albert_tf.models.span_predictor import AlbertSpanPredictor
 from albert_tf.models.squad_v2 import AlbertSquadV2
-from albert_tf.tasks import finetuning, multi_seed
-from albert_tf.tasks.finetuning import FinetuningOptions
+from albert_tf.tasks import multi_seed
+from albert_tf.tasks.classification_functions import model_inputs, softmax_cross_entropy
+from albert_tf.tasks.finetuning_options import FinetuningOptions, check_finetuning_options, resolve_cached_dir
+from albert_tf.tasks.finetuning_task import DataSplit, FinetuningTask
+from albert_tf.tasks.model_source import resolve_model_source
 from data_gen.evaluation import squad_evaluation, squad_postprocess
 from data_gen.readers import squad
 
@@ -104,7 +107,7 @@ def check_options(options: SquadOptions) -> None:
 # ---- losses and predictions ----------------------------------------------------------------------
 
 def _encoder_inputs(batch, version_2):
-    inputs = finetuning.model_inputs(batch)
+    inputs = model_inputs(batch)
     if version_2:
         inputs["p_mask"] = batch["p_mask"]
     return inputs
@@ -113,8 +116,8 @@ def _encoder_inputs(batch, version_2):
 def v1_loss_fn(model, batch):
     """(start CE + end CE) / 2, as the original's v1 model_fn."""
     outputs = model(_encoder_inputs(batch, False), training=True)
-    start_loss = tf.reduce_mean(finetuning.softmax_cross_entropy(outputs["start_logits"], batch["start_positions"]))
-    end_loss = tf.reduce_mean(finetuning.softmax_cross_entropy(outputs["end_logits"], batch["end_positions"]))
+    start_loss = tf.reduce_mean(softmax_cross_entropy(outputs["start_logits"], batch["start_positions"]))
+    end_loss = tf.reduce_mean(softmax_cross_entropy(outputs["end_logits"], batch["end_positions"]))
     return (start_loss + end_loss) / 2.0, {"start_loss": start_loss, "end_loss": end_loss}
 
 
@@ -203,13 +206,13 @@ class _SquadSplits:
         features = squad.load_features(
             source, examples, self._tokenizer, max_seq_length=options.finetuning.max_seq_length,
             doc_stride=options.doc_stride, max_query_length=options.max_query_length, is_training=is_training,
-            cached_dir=finetuning.resolve_cached_dir(options.finetuning))
+            cached_dir=resolve_cached_dir(options.finetuning))
         self.examples[name] = examples
         if not is_training:
             self.alignments[name] = squad.FeatureAlignment.from_cached(features)
         # Training steps count examples, as the original; evaluation counts the features it predicts.
         count = len(examples) if is_training else features.num_examples
-        return finetuning.DataSplit(name, lambda: features.dataset().map(squad.model_batch), count,
+        return DataSplit(name, lambda: features.dataset().map(squad.model_batch), count,
                                     THRESHOLD_SEARCH_SUFFIX if name == "threshold_search" else "")
 
     def answers(self, split, outputs):
@@ -273,7 +276,7 @@ class _SquadSplits:
                          path, ", ".join(f"{name} = {value:.4g}" for name, value in sorted(metrics.items())))
 
 
-def build_task(options: SquadOptions, tokenizer) -> finetuning.FinetuningTask:
+def build_task(options: SquadOptions, tokenizer) -> FinetuningTask:
     """The FinetuningTask of a SQuAD run, its splits loaded (and their features cached) as the options ask."""
     finetuning_options = options.finetuning
     version_2 = options.version_2_with_negative
@@ -296,7 +299,7 @@ def build_task(options: SquadOptions, tokenizer) -> finetuning.FinetuningTask:
                                  dropout_rate=dropout_rate, recompute_blocks=recompute_blocks)
         return AlbertSpanPredictor(config, recompute_blocks=recompute_blocks)
 
-    return finetuning.FinetuningTask(
+    return FinetuningTask(
         name="squad_v2" if version_2 else "squad_v1", build_model=build_model, input_signature=signature,
         loss_fn=v2_loss_fn if version_2 else v1_loss_fn, predict_fn=_predict_fn(version_2),
         compute_metrics=splits.compute_metrics, best_metric="f1", train_data=train, eval_splits=evaluation,
@@ -313,6 +316,7 @@ def run_squad(options: SquadOptions) -> Dict[str, object]:
     A run stopped by SIGTERM raises checkpointing.TrainingPreempted once its checkpoint is saved; running it
     again resumes. See the module's docstring for an example.
     """
+    check_finetuning_options(options.finetuning)
     check_options(options)
-    tokenizer = finetuning.resolve_tokenizer(options.finetuning)
-    return multi_seed.run_trials(build_task(options, tokenizer), options.finetuning)
+    source = resolve_model_source(options.finetuning)
+    return multi_seed.run_trials(build_task(options, source.tokenizer), options.finetuning, source)

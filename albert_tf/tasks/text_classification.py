@@ -48,8 +48,14 @@ import tensorflow as tf
 from absl import logging
 
 from albert_tf.models.classifier import AlbertClassifier
-from albert_tf.tasks import finetuning, multi_seed
-from albert_tf.tasks.finetuning import EXAMPLE_INDEX, LABEL_IDS, FinetuningOptions, model_inputs
+from albert_tf.tasks import multi_seed
+from albert_tf.tasks.classification_functions import (classification_loss_fn, classification_predict_fn,
+                                                      classification_serving_fn, model_inputs, regression_loss_fn,
+                                                      regression_predict_fn, regression_serving_fn)
+from albert_tf.tasks.finetuning_options import FinetuningOptions, check_finetuning_options, resolve_cached_dir
+from albert_tf.tasks.finetuning_task import (EXAMPLE_INDEX, LABEL_IDS, DataSplit, FinetuningTask, RawTextExport,
+                                            count_labels)
+from albert_tf.tasks.model_source import resolve_model_source
 from albert_tf.training import metrics
 from data_gen.readers import labeled_text
 from data_gen.readers.labeled_text import (MULTI_LABEL, REGRESSION, SINGLE_LABEL, LabeledExample, LabeledTextError,
@@ -283,7 +289,7 @@ def _label_origin(options):
 
 # ---- the task ------------------------------------------------------------------------------------
 
-def build_task(options: TextClassificationOptions, tokenizer) -> finetuning.FinetuningTask:
+def build_task(options: TextClassificationOptions, tokenizer) -> FinetuningTask:
     """The FinetuningTask of a run on your own files, its splits loaded (and their features cached)."""
     finetuning_options = options.finetuning
     if not 0.0 < options.multi_label_threshold < 1.0:
@@ -300,9 +306,10 @@ def build_task(options: TextClassificationOptions, tokenizer) -> finetuning.Fine
         path = getattr(options, file_option)
         _, features = labeled_text.load_split(
             path, split, schema, labels, tokenizer, finetuning_options.max_seq_length,
-            finetuning.resolve_cached_dir(finetuning_options), examples=examples[split],
+            resolve_cached_dir(finetuning_options), examples=examples[split],
             with_labels=split != "predict", label_origin=origin)
-        return finetuning.DataSplit(split, features.dataset, features.num_examples)
+        return DataSplit(split, features.dataset, features.num_examples,
+                         label_counts=count_labels(example.label for example in examples[split]))
 
     splits = {split: load(split, file_option) for split, file_option, _ in _SPLITS if split in examples}
 
@@ -317,15 +324,13 @@ def build_task(options: TextClassificationOptions, tokenizer) -> finetuning.Fine
     def task_predictions(output_dir, split, outputs):
         write_predictions(output_dir, schema, outputs, threshold, labels)
 
-    functions = {SINGLE_LABEL: (finetuning.classification_loss_fn, finetuning.classification_predict_fn,
-                                finetuning.classification_serving_fn),
+    functions = {SINGLE_LABEL: (classification_loss_fn, classification_predict_fn, classification_serving_fn),
                  MULTI_LABEL: (multi_label_loss_fn, multi_label_predict_fn, multi_label_serving_fn),
-                 REGRESSION: (finetuning.regression_loss_fn, finetuning.regression_predict_fn,
-                              finetuning.regression_serving_fn)}
+                 REGRESSION: (regression_loss_fn, regression_predict_fn, regression_serving_fn)}
     loss_fn, predict_fn, serving_fn = functions[kind]
     num_outputs = 1 if kind == REGRESSION else len(labels)
     sequence = tf.TensorSpec([None, finetuning_options.max_seq_length], tf.int32)
-    return finetuning.FinetuningTask(
+    return FinetuningTask(
         name=f"text_classification ({kind})",
         build_model=lambda config, dropout_rate, recompute_blocks: AlbertClassifier(
             config, num_outputs, dropout_rate, recompute_blocks=recompute_blocks),
@@ -334,7 +339,8 @@ def build_task(options: TextClassificationOptions, tokenizer) -> finetuning.Fine
         best_metric=BEST_METRICS[kind], original_metric_names=ORIGINAL_METRIC_NAMES[kind],
         train_data=splits.get("train"), eval_splits=[splits["eval"]] if "eval" in splits else [],
         predict_splits=[splits["predict"]] if "predict" in splits else [],
-        write_eval_predictions=task_eval_predictions, write_predictions=task_predictions)
+        write_eval_predictions=task_eval_predictions, write_predictions=task_predictions,
+        raw_text_export=RawTextExport(2 if options.text_b_field else 1, multi_label=kind == MULTI_LABEL))
 
 
 def run_text_classification(options: TextClassificationOptions) -> Dict[str, object]:
@@ -344,5 +350,6 @@ def run_text_classification(options: TextClassificationOptions) -> Dict[str, obj
     A run stopped by SIGTERM raises checkpointing.TrainingPreempted once its checkpoint is saved; running it
     again resumes. See the module's docstring for the options.
     """
-    tokenizer = finetuning.resolve_tokenizer(options.finetuning)
-    return multi_seed.run_trials(build_task(options, tokenizer), options.finetuning)
+    check_finetuning_options(options.finetuning, exports_raw_text=True)
+    source = resolve_model_source(options.finetuning)
+    return multi_seed.run_trials(build_task(options, source.tokenizer), options.finetuning, source)

@@ -19,7 +19,7 @@ import tensorflow as tf
 
 from albert_tf import AlbertConfig, AlbertMultipleChoice
 from albert_tf.checkpoints.loading import load_weights
-from albert_tf.tasks import finetuning
+from albert_tf.tasks import classification_functions
 from albert_tf.tokenization import AlbertTokenizer
 from data_gen.readers import race
 from data_gen.pretraining import create_pretraining_data as pretraining_data
@@ -190,7 +190,7 @@ def test_race_model_outputs_equal_the_originals(tmp_path):
 
     model = AlbertMultipleChoice(AlbertConfig(**config_values), num_choices=4)
     load_weights(model, str(tmp_path / "model.ckpt"), format="tf1")
-    outputs = finetuning.classification_predict_fn(model, {**{name: tf.constant(value) for name, value in
+    outputs = classification_functions.classification_predict_fn(model, {**{name: tf.constant(value) for name, value in
                                                                inputs.items()},
                                                            "label_ids": tf.constant(labels),
                                                            "example_index": tf.constant([0, 1])})

@@ -6,7 +6,6 @@ bash with the variables they name, Python snippets with `export_path` defined).
 """
 import json
 import os
-import re
 import subprocess
 import sys
 import textwrap
@@ -23,19 +22,7 @@ from albert_tf.export.preprocessor import AlbertPreprocessor
 from albert_tf.export.text_classifier import _RawTextClassifier, export_classifier_with_preprocessor
 from albert_tf.export.tfhub_encoder import export_hub_modules
 from albert_tf.tokenization import AlbertTokenizer
-from tests.helpers import REPO_ROOT, run_python, run_script, tiny_config
-
-EXPORT_GUIDE = os.path.join(REPO_ROOT, "docs", "export.md")
-
-
-def guide_snippet(name):
-    """The fenced block that follows `<!-- snippet: NAME -->` in docs/export.md, so the guide's code is what runs."""
-    with open(EXPORT_GUIDE, encoding="utf-8") as handle:
-        text = handle.read()
-    match = re.search(r"<!-- snippet: " + re.escape(name) + r" -->\n```[a-z]*\n(.*?)```", text, re.DOTALL)
-    assert match, f"docs/export.md has no snippet {name!r}"
-    return match.group(1)
-
+from tests.helpers import REPO_ROOT, guide_snippet, run_python, run_script, tiny_config
 
 EXPORT_SNIPPET = guide_snippet("export")
 LOAD_SNIPPET = guide_snippet("saved_model_load")

@@ -19,7 +19,7 @@ from albert_tf.export.onnx_export import convert_to_onnx
 from albert_tf.export.serving import export_saved_model
 from albert_tf.export.tflite import (ENCODER_TFLITE_OUTPUTS, TFLITE_VARIANTS, convert_to_tflite, output_drift,
                                      run_tflite, serving_signature, tflite_path)
-from albert_tf.tasks.finetuning import classification_serving_fn
+from albert_tf.tasks.classification_functions import classification_serving_fn
 from albert_tf.tokenization import AlbertTokenizer
 from tests.helpers import run_script, tiny_config
 

@@ -89,7 +89,7 @@ def test_a_bad_input_after_tensorflow_starts_is_the_only_line_on_stderr(tmp_path
     """TensorFlow's start-up lines (oneDNN, the CUDA probe, absl's InitializeLog warning) are not printed before a
     user's error, unless the user asks for logs (--verbosity, or TF_CPP_MIN_LOG_LEVEL set)."""
     flags = (f"--output_dir={tmp_path}", "--do_train", f"--train_file={tmp_path}/train.tsv", "--text_field=text",
-             "--label_field=label", f"--spm_model_file={tmp_path}/absent.model")
+             "--label_field=label", "--preset=albert-base", f"--spm_model_file={tmp_path}/absent.model")
     line = (f"error: Cannot read SentencePiece model '{tmp_path}/absent.model': [Errno 2] No such file or directory: "
             f"'{tmp_path}/absent.model'.")
     completed = _run_without_log_settings(*flags)

@@ -9,7 +9,8 @@ from data_gen.pretraining import build_vocab
 from data_gen.readers.tag_schemes import tags_in_scheme
 from tests.helpers import tiny_config_values
 
-KEYWORD_FILLER = "the model learns a shared block of attention and feed forward weights that runs at every depth".split()
+KEYWORD_FILLER = ("the model learns a shared block of attention and feed forward weights that runs at every "
+                  "depth").split()
 
 GLUE_TINY_CONFIG = tiny_config_values(vocab_size=120, hidden_size=32, num_hidden_layers=2, intermediate_size=64,
                                       embedding_size=16, max_position_embeddings=64, initializer_range=0.02,

@@ -6,7 +6,7 @@ import logging
 
 import pytest
 
-from albert_tf.tasks.finetuning import FinetuningOptions
+from albert_tf.tasks.finetuning_options import FinetuningOptions
 from albert_tf.tasks.glue import GlueOptions, run_glue
 from albert_tf.tasks.race import RaceOptions, run_race
 from albert_tf.tasks.squad import SquadOptions, run_squad

@@ -7,22 +7,25 @@ import pytest
 import tensorflow as tf
 
 from albert_tf.tasks import finetuning
+from albert_tf.tasks.classification_functions import regression_loss_fn, regression_predict_fn, regression_serving_fn
+from albert_tf.tasks.finetuning_options import FinetuningOptions, resolve_cached_dir, resolve_train_steps
+from albert_tf.tasks.finetuning_task import DataSplit, FinetuningTask
+from albert_tf.tasks.model_source import resolve_tokenizer
 from albert_tf.training import metrics
 from tests.helpers import make_spm_model
 from tests.tasks.toy_task import SEQ, ToyClassifier, toy_examples, toy_options, toy_split, toy_task
 
 
 def test_resolve_train_steps_follows_the_original():
-    options = finetuning.FinetuningOptions("/tmp", train_step=None, num_train_epochs=3.0, warmup_proportion=0.1,
-                                           train_batch_size=32)
+    options = FinetuningOptions("/tmp", train_step=None, num_train_epochs=3.0, warmup_proportion=0.1,
+                                train_batch_size=32)
     # The original: int(len(train_examples) / train_batch_size * num_train_epochs), int(steps * proportion).
-    assert finetuning.resolve_train_steps(options, 1000) == (93, 9)
-    assert finetuning.resolve_train_steps(finetuning.FinetuningOptions("/tmp", train_step=800, warmup_step=200),
-                                          10) == (800, 200)
+    assert resolve_train_steps(options, 1000) == (93, 9)
+    assert resolve_train_steps(FinetuningOptions("/tmp", train_step=800, warmup_step=200), 10) == (800, 200)
     with pytest.raises(ValueError, match="not both"):
-        finetuning.resolve_train_steps(finetuning.FinetuningOptions("/tmp", train_step=5, num_train_epochs=1.0), 10)
+        resolve_train_steps(FinetuningOptions("/tmp", train_step=5, num_train_epochs=1.0), 10)
     with pytest.raises(ValueError, match="at least 1"):
-        finetuning.resolve_train_steps(options, 5)
+        resolve_train_steps(options, 5)
 
 
 def test_train_evaluate_every_checkpoint_predict_and_export(tmp_path):
@@ -115,15 +118,14 @@ def test_regression_functions_fit_a_linear_score(tmp_path):
     def split(name, count, seed):
         data = toy_examples(count, seed)
         data["label_ids"] = (data["input_word_ids"][:, 0] - data["input_word_ids"][:, 1]).astype(np.float32) / 2
-        return finetuning.DataSplit(name, lambda: tf.data.Dataset.from_tensor_slices(data), count)
+        return DataSplit(name, lambda: tf.data.Dataset.from_tensor_slices(data), count)
 
     sequence = tf.TensorSpec([None, SEQ], tf.int32)
-    task = finetuning.FinetuningTask(
+    task = FinetuningTask(
         name="toy_regression",
         build_model=lambda config, dropout_rate, recompute_blocks: ToyClassifier(1, name="toy_regressor"),
         input_signature={"input_word_ids": sequence, "input_mask": sequence, "input_type_ids": sequence},
-        loss_fn=finetuning.regression_loss_fn, predict_fn=finetuning.regression_predict_fn,
-        serving_fn=finetuning.regression_serving_fn,
+        loss_fn=regression_loss_fn, predict_fn=regression_predict_fn, serving_fn=regression_serving_fn,
         compute_metrics=lambda split, outputs: {
             "pearson": metrics.pearson_correlation(outputs["predictions"], outputs["label_ids"])},
         best_metric="pearson", train_data=split("train", 200, 0), eval_splits=[split("dev", 50, 1)])
@@ -136,23 +138,44 @@ def test_regression_functions_fit_a_linear_score(tmp_path):
 
 def test_the_tokenizer_comes_from_the_options_or_beside_the_checkpoint(tmp_path):
     spm_model = make_spm_model(str(tmp_path))
-    given = finetuning.resolve_tokenizer(finetuning.FinetuningOptions("/tmp", spm_model_file=spm_model,
-                                                                      do_lower_case=False))
+    given = resolve_tokenizer(FinetuningOptions("/tmp", spm_model_file=spm_model, do_lower_case=False))
     assert given.spm_model_file == spm_model and not given.do_lower_case
     # Beside --init_checkpoint, as in the released tarballs.
     checkpoint = tf.train.Checkpoint(step=tf.Variable(1)).write(str(tmp_path / "ckpt"))
-    beside = finetuning.resolve_tokenizer(finetuning.FinetuningOptions("/tmp", init_checkpoint=checkpoint))
+    beside = resolve_tokenizer(FinetuningOptions("/tmp", init_checkpoint=checkpoint))
     assert beside.spm_model_file == spm_model
     alone = tf.train.Checkpoint(step=tf.Variable(1)).write(str(tmp_path / "no_vocabulary" / "ckpt"))
     with pytest.raises(ValueError, match=r"Found 0 SentencePiece models with .*give --spm_model_file"):
-        finetuning.resolve_tokenizer(finetuning.FinetuningOptions("/tmp", init_checkpoint=alone))
+        resolve_tokenizer(FinetuningOptions("/tmp", init_checkpoint=alone))
     with pytest.raises(ValueError, match=r"Give --spm_model_file \(or --vocab_file\) to tokenize the input."):
-        finetuning.resolve_tokenizer(finetuning.FinetuningOptions("/tmp"))
+        resolve_tokenizer(FinetuningOptions("/tmp"))
     # The digit-comma rule: the original's by default, Hugging Face's on request, wherever the model comes from.
     assert given.digit_comma_rule == beside.digit_comma_rule == "keep_added_marker"
     for source in (dict(spm_model_file=spm_model), dict(init_checkpoint=checkpoint)):
-        options = finetuning.FinetuningOptions("/tmp", digit_comma_rule="drop_added_marker", **source)
-        assert finetuning.resolve_tokenizer(options).digit_comma_rule == "drop_added_marker"
-    assert finetuning.resolve_cached_dir(finetuning.FinetuningOptions("/tmp/run")) == "/tmp/run"
-    cached = finetuning.FinetuningOptions("/tmp/run", cached_dir="/tmp/cache")
-    assert finetuning.resolve_cached_dir(cached) == "/tmp/cache"
+        options = FinetuningOptions("/tmp", digit_comma_rule="drop_added_marker", **source)
+        assert resolve_tokenizer(options).digit_comma_rule == "drop_added_marker"
+    assert resolve_cached_dir(FinetuningOptions("/tmp/run")) == "/tmp/run"
+    cached = FinetuningOptions("/tmp/run", cached_dir="/tmp/cache")
+    assert resolve_cached_dir(cached) == "/tmp/cache"
+
+
+def test_a_run_says_what_it_will_train_and_warns_when_that_is_too_short_to_move_the_model(tmp_path, monkeypatch):
+    logged = {"info": [], "warning": []}
+    for level in logged:
+        monkeypatch.setattr(finetuning.logging, level,
+                            lambda message, *arguments, level=level: logged[level].append(message % arguments))
+    task = dataclasses.replace(toy_task({}), train_data=dataclasses.replace(
+        toy_split("train", 200, 0), label_counts={"first larger": 90, "not": 110}))
+    # The original's defaults on 200 examples: 3 epochs in batches of 32.
+    finetuning.run_finetuning(task, toy_options(tmp_path / "short", do_train=True, train_step=None,
+                                                num_train_epochs=3.0, warmup_proportion=0.1, train_batch_size=32))
+    assert ("Fine-tuning toy on 200 training examples (first larger 90, not 110) in batches of 32: 18 steps (2.9 "
+            "epochs), the first 1 warming up, adamw at learning rate 0.05.") in logged["info"]
+    assert [message for message in logged["warning"] if "steps after warmup" in message] == [
+        "Only 17 training steps after warmup (18 in all): too few for the model to move far from its initial "
+        "weights at learning rate 0.05. On a small training set, train for more epochs in smaller batches "
+        "(docs/fine-tuning.md, \"Small datasets\")."]
+    logged["warning"].clear()
+    finetuning.run_finetuning(task, toy_options(tmp_path / "long", do_train=True, train_step=None,
+                                                num_train_epochs=20.0, warmup_proportion=0.1, train_batch_size=16))
+    assert not [message for message in logged["warning"] if "steps after warmup" in message]

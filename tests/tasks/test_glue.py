@@ -10,7 +10,7 @@ import tensorflow_datasets as tfds
 
 from albert_tf import AlbertClassifier, AlbertConfig, AlbertEncoder
 from albert_tf.checkpoints import loading, writing
-from albert_tf.tasks import finetuning
+from albert_tf.tasks import classification_functions
 from albert_tf.tasks import glue as glue_finetuning
 from data_gen.readers import glue
 from tests import original_albert
@@ -171,10 +171,10 @@ def test_classifier_outputs_and_losses_equal_the_original_create_model(glue_dir,
     loading.load_weights(model, str(tmp_path / "model.ckpt"), format="tf1")
     inputs = {name: tf.constant(value) for name, value in batch.items()}
     if task.is_regression:
-        outputs = finetuning.regression_predict_fn(model, inputs)
+        outputs = classification_functions.regression_predict_fn(model, inputs)
         np.testing.assert_allclose(outputs["predictions"].numpy(), expected["logits"], rtol=1e-5, atol=1e-5)
     else:
-        outputs = finetuning.classification_predict_fn(model, inputs)
+        outputs = classification_functions.classification_predict_fn(model, inputs)
         np.testing.assert_allclose(outputs["logits"].numpy(), expected["logits"], rtol=1e-5, atol=1e-5)
         np.testing.assert_allclose(outputs["probabilities"].numpy(), expected["probabilities"], atol=1e-6)
     np.testing.assert_allclose(outputs["per_example_loss"].numpy(), expected["per_example_loss"], rtol=1e-5,
@@ -431,3 +431,32 @@ def test_run_glue_from_an_exported_hub_module(tmp_path, tokenizer):
     restarted = AlbertClassifier(config, num_labels=2)
     loading.load_weights(restarted, str(tmp_path / "run"))
     assert not np.allclose(restarted.encoder.pooler.kernel.numpy(), pretrained.pooler.kernel.numpy())
+
+
+@pytest.mark.slow
+def test_a_glue_run_reads_its_hub_module_once(tmp_path, tokenizer, monkeypatch):
+    """The config, the SentencePiece model and the weights of --hub_module_handle come from one reading of the
+    export (model_source.ModelSource), not one per use."""
+    from albert_tf.checkpoints import hub_module
+    from albert_tf.export.tfhub_encoder import export_hub_modules
+    from albert_tf.tasks.finetuning_options import FinetuningOptions
+
+    write_keyword_mrpc(tmp_path / "glue", sizes=(("train", 4), ("dev", 4)))
+    config = AlbertConfig.from_dict(GLUE_TINY_CONFIG)
+    writing.save_checkpoint_directory(AlbertEncoder(config), str(tmp_path / "tf1"), "tf1")
+    hub = str(tmp_path / "hub")
+    export_hub_modules(hub, config, tokenizer.spm_model_file, init_checkpoint=str(tmp_path / "tf1"), seq_length=32)
+    read_hub_module, load_checkpoint = hub_module.read_hub_module, tf.train.load_checkpoint
+    modules_read, checkpoints_opened = [], []
+    monkeypatch.setattr(hub_module, "read_hub_module",
+                        lambda handle: modules_read.append(handle) or read_hub_module(handle))
+    monkeypatch.setattr(tf.train, "load_checkpoint",
+                        lambda path: checkpoints_opened.append(path) or load_checkpoint(path))
+    results = glue_finetuning.run_glue(glue_finetuning.GlueOptions(
+        FinetuningOptions(str(tmp_path / "run"), hub_module_handle=hub, max_seq_length=32, do_train=True,
+                          do_eval=True, train_step=2, train_batch_size=2, eval_batch_size=4, jit_compile=False),
+        task_name="MRPC", data_dir=str(tmp_path / "glue")))
+    assert results["eval"]["global_step"] == 2
+    assert modules_read == [hub]
+    assert [path for path in checkpoints_opened if path.startswith(hub)] == [
+        os.path.join(hub, "encoder", "variables", "variables")]

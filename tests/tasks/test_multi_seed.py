@@ -10,6 +10,7 @@ import pytest
 import tensorflow as tf
 
 from albert_tf.tasks import finetuning, multi_seed
+from albert_tf.tasks.finetuning_options import FinetuningOptions
 from albert_tf.tasks.ner import NerOptions, run_ner
 from albert_tf.tasks.race import RaceOptions, run_race
 from albert_tf.tasks.squad import SquadOptions, run_squad
@@ -61,9 +62,9 @@ def test_a_nan_never_wins_and_bad_inputs_are_named():
 
 def test_num_trials_is_refused_where_trials_could_not_differ_or_be_compared():
     with pytest.raises(ValueError, match="--num_trials must be a positive integer, got 0"):
-        finetuning.FinetuningOptions("/tmp/x", num_trials=0)
+        FinetuningOptions("/tmp/x", num_trials=0)
     with pytest.raises(ValueError, match="--num_trials=3 needs --do_train and --do_eval"):
-        finetuning.FinetuningOptions("/tmp/x", num_trials=3, do_train=True)
+        FinetuningOptions("/tmp/x", num_trials=3, do_train=True)
 
 
 def _trial_results_mtimes(run):
@@ -161,11 +162,11 @@ def test_one_trial_is_the_single_run(tmp_path):
 
 def test_squad_race_ner_and_own_files_run_their_tasks_through_the_trials(tmp_path, tokenizer, monkeypatch):
     started = []
-    monkeypatch.setattr(multi_seed, "run_trials",
-                        lambda task, options: started.append((task.name, options.num_trials)) or {})
+    monkeypatch.setattr(multi_seed, "run_trials", lambda task, options, source: started.append(
+        (task.name, options.num_trials, source.tokenizer.spm_model_file)) or {})
     def options(name):
-        return finetuning.FinetuningOptions(str(tmp_path / name), spm_model_file=tokenizer.spm_model_file,
-                                            max_seq_length=32, do_train=True, do_eval=True, num_trials=2)
+        return FinetuningOptions(str(tmp_path / name), preset="albert-base", spm_model_file=tokenizer.spm_model_file,
+                                 max_seq_length=32, do_train=True, do_eval=True, num_trials=2)
 
     squad_file = str(squad_json(tmp_path / "squad.json", 2, 0.0, seed=0))
     run_squad(SquadOptions(options("squad_run"), train_file=squad_file, predict_file=squad_file, doc_stride=8,
@@ -177,7 +178,8 @@ def test_squad_race_ner_and_own_files_run_their_tasks_through_the_trials(tmp_pat
     own_file = str(write_labeled_text(tmp_path / "own.tsv", "single_label", 4))
     run_text_classification(TextClassificationOptions(options("own_run"), text_field="text", label_field="topic",
                                                       train_file=own_file, eval_file=own_file))
-    assert started == [("squad_v1", 2), ("race", 2), ("ner", 2), ("text_classification (single_label)", 2)]
+    assert started == [(name, 2, tokenizer.spm_model_file)
+                       for name in ("squad_v1", "race", "ner", "text_classification (single_label)")]
 
 
 @pytest.mark.slow

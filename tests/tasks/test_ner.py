@@ -8,7 +8,7 @@ import tensorflow as tf
 
 from albert_tf import AlbertTokenClassifier
 from albert_tf.tasks import ner
-from albert_tf.tasks.finetuning import FinetuningOptions
+from albert_tf.tasks.finetuning_options import FinetuningOptions
 from data_gen.readers.conll import IGNORED_LABEL, ConllSentence
 from tests.helpers import random_inputs, run_script, tiny_config
 from tests.tasks.task_data import GLUE_TINY_CONFIG, prepare_tfds_conll2003, write_keyword_conll

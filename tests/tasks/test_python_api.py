@@ -7,7 +7,7 @@ import pytest
 import tensorflow as tf
 
 from albert_tf.config import AlbertConfig
-from albert_tf.tasks.finetuning import FinetuningOptions
+from albert_tf.tasks.finetuning_options import FinetuningOptions
 from albert_tf.tasks.glue import GlueOptions, resolve_options, run_glue
 from albert_tf.tasks.ner import NerOptions, run_ner
 from albert_tf.tasks.pretraining import PretrainingOptions, run_pretraining

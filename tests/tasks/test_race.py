@@ -10,10 +10,12 @@ from tests.tasks.task_data import race_article, write_keyword_race, write_race_f
 
 
 def test_per_article_files_and_merged_all_txt(tmp_path):
-    write_race_file(tmp_path / "RACE" / "dev" / "middle" / "1.txt", race_article("middle1.txt", ["Q1?", "Q2 _ ."], ["B", "D"]))
+    write_race_file(tmp_path / "RACE" / "dev" / "middle" / "1.txt",
+                    race_article("middle1.txt", ["Q1?", "Q2 _ ."], ["B", "D"]))
     write_race_file(tmp_path / "RACE" / "dev" / "high" / "all.txt", race_article("high5.txt", ["H1?"], ["A"]),
-           race_article("high6.txt", ["H2?", "H3?"], ["C", "A"]), merged=True)
-    write_race_file(tmp_path / "RACE" / "dev" / "high" / "5.txt", race_article("high5.txt", ["H1?"], ["A"]))  # also in all.txt
+                    race_article("high6.txt", ["H2?", "H3?"], ["C", "A"]), merged=True)
+    # Also in all.txt.
+    write_race_file(tmp_path / "RACE" / "dev" / "high" / "5.txt", race_article("high5.txt", ["H1?"], ["A"]))
     examples = race.read_examples(str(tmp_path), "dev")
     assert [(example.example_id, example.level, example.label) for example in examples] == [
         ("middle1.txt-0", "middle", 1), ("middle1.txt-1", "middle", 3),
@@ -25,7 +27,8 @@ def test_per_article_files_and_merged_all_txt(tmp_path):
 
 
 def test_bad_answers_and_options_name_the_file_and_question(tmp_path):
-    write_race_file(tmp_path / "RACE" / "train" / "middle" / "7.txt", race_article("middle7.txt", ["Q?", "R?"], ["A", "E"]))
+    write_race_file(tmp_path / "RACE" / "train" / "middle" / "7.txt",
+                    race_article("middle7.txt", ["Q?", "R?"], ["A", "E"]))
     with pytest.raises(ValueError, match=r"middle/7.txt:1: question 1 of article 'middle7.txt' has answer 'E'"):
         race.read_examples(str(tmp_path), "train", ["middle"])
     write_race_file(tmp_path / "RACE" / "test" / "high" / "8.txt",

@@ -34,7 +34,8 @@ def _run_squad(squad_assets, output_dir, version_2, extra=()):
 
 
 def test_squad_v1_learns_and_writes_official_predictions(squad_assets, tmp_path):
-    results, gold, log = _run_squad(squad_assets, tmp_path, version_2=False, extra=[f"--export_dir={tmp_path / 'export'}"])
+    results, gold, log = _run_squad(squad_assets, tmp_path, version_2=False,
+                                    extra=[f"--export_dir={tmp_path / 'export'}"])
     assert results["global_step"] == int(320 / 16 * 3)
     assert results["exact_match"] >= 90.0 and results["f1"] >= 90.0, results
     predictions = json.loads((tmp_path / "predictions.json").read_text())

@@ -6,7 +6,7 @@ import random
 
 import pytest
 
-from albert_tf.tasks.finetuning import FinetuningOptions
+from albert_tf.tasks.finetuning_options import FinetuningOptions
 from albert_tf.tasks.squad import SquadOptions, run_squad, v2_metrics
 from data_gen.evaluation import squad_postprocess
 from tests.helpers import official_squad_v2_eval, squad_dataset

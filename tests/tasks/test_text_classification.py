@@ -10,11 +10,11 @@ import tensorflow as tf
 
 from albert_tf import AlbertClassifier
 from albert_tf.tasks import text_classification
-from albert_tf.tasks.finetuning import FinetuningOptions
+from albert_tf.tasks.finetuning_options import FinetuningOptions
 from albert_tf.tasks.text_classification import TextClassificationOptions
 from data_gen.readers import labeled_text
 from data_gen.readers.labeled_text import MULTI_LABEL, REGRESSION, SINGLE_LABEL, LabeledTextError, LabeledTextSchema
-from tests.helpers import random_inputs, run_script, tiny_config
+from tests.helpers import guide_snippet, random_inputs, run_script, tiny_config
 from tests.tasks.task_data import make_keyword_assets, write_labeled_text
 
 sk_metrics = pytest.importorskip("sklearn.metrics")
@@ -209,6 +209,28 @@ def _serve(data, spm_model, kind, extension):
     return {name: value.numpy() for name, value in outputs.items()}
 
 
+def _serve_raw_text(data, keyword_assets, kind, extension, *flags):
+    """The outputs for the test file's texts of the model that run_classifier, rerun to export alone as
+    docs/export.md says, writes with --with_preprocessing: strings in."""
+    spm_model, _ = keyword_assets
+    export_dir = str(data / "raw_text_export")
+    completed = run_script(
+        "run_classifier", f"--output_dir={data / 'run'}", "--text_field=text", "--label_field=topic", *flags,
+        f"--spm_model_file={spm_model}", f"--export_dir={export_dir}", "--with_preprocessing", "--max_seq_length=24",
+        CUDA_VISIBLE_DEVICES="")
+    assert completed.returncode == 0, completed.stderr[-4000:]
+    guide = {"export_dir": export_dir}
+    exec(guide_snippet("raw_text_classifier"), guide)
+    classifier = guide["classifier"]
+    assert guide["probabilities"].shape == (1, 3 if kind == SINGLE_LABEL else 2)
+    schema = LabeledTextSchema("text", "topic", label_kind=kind)
+    texts = [example.text_a for example in
+             labeled_text.read_examples(str(data / f"test.{extension}"), schema, with_labels=False)]
+    served = classifier.signatures["serving_default"](text_a=tf.constant(texts))
+    np.testing.assert_allclose(classifier(tf.constant(texts))["probabilities"], served["probabilities"], atol=1e-6)
+    return {name: value.numpy() for name, value in served.items()}
+
+
 @pytest.mark.slow
 def test_run_classifier_single_label_from_tsv(tmp_path, keyword_assets):
     results, rows, predictions, probabilities, served, text = _run_classifier(
@@ -225,6 +247,8 @@ def test_run_classifier_single_label_from_tsv(tmp_path, keyword_assets):
     labels = ["lamb", "none", "prediction"]
     assert [labels[index] for index in probabilities.argmax(axis=1)] == [row[1] for row in predictions]
     np.testing.assert_allclose(served["probabilities"], probabilities, atol=1e-5)
+    raw_text = _serve_raw_text(tmp_path, keyword_assets, SINGLE_LABEL, "tsv")
+    np.testing.assert_allclose(raw_text["probabilities"], probabilities, atol=1e-5)
 
 
 @pytest.mark.slow
@@ -249,6 +273,8 @@ def test_run_classifier_multi_label_from_json_lines(tmp_path, keyword_assets):
     assert (indicators([row[1] for row in predictions]) == (probabilities >= 0.5)).all()
     np.testing.assert_allclose(served["probabilities"], probabilities, atol=1e-5)
     np.testing.assert_allclose(served["probabilities"], 1 / (1 + np.exp(-served["logits"])), atol=1e-6)
+    raw_text = _serve_raw_text(tmp_path, keyword_assets, MULTI_LABEL, "jsonl", "--multi_label")
+    np.testing.assert_allclose(raw_text["probabilities"], probabilities, atol=1e-5)
 
 
 @pytest.mark.slow

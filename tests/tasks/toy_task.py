@@ -4,7 +4,10 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from albert_tf.tasks import finetuning
+from albert_tf.tasks.classification_functions import (classification_loss_fn, classification_predict_fn,
+                                                      classification_serving_fn)
+from albert_tf.tasks.finetuning_options import FinetuningOptions
+from albert_tf.tasks.finetuning_task import DataSplit, FinetuningTask
 from albert_tf.training import metrics
 
 SEQ = 6
@@ -29,7 +32,7 @@ def toy_examples(count, seed):
 
 def toy_split(name, count, seed, suffix=""):
     data = toy_examples(count, seed)
-    return finetuning.DataSplit(name, lambda: tf.data.Dataset.from_tensor_slices(data), count, suffix)
+    return DataSplit(name, lambda: tf.data.Dataset.from_tensor_slices(data), count, suffix)
 
 
 def toy_task(written, with_mismatched=False):
@@ -46,11 +49,11 @@ def toy_task(written, with_mismatched=False):
     sequence = tf.TensorSpec([None, SEQ], tf.int32)
     evaluation = [toy_split("dev", 50, 1)] + ([toy_split("dev_mismatched", 30, 2, "_mismatched")]
                                               if with_mismatched else [])
-    return finetuning.FinetuningTask(
+    return FinetuningTask(
         name="toy", build_model=lambda config, dropout_rate, recompute_blocks: ToyClassifier(name="toy_classifier"),
         input_signature={"input_word_ids": sequence, "input_mask": sequence, "input_type_ids": sequence},
-        loss_fn=finetuning.classification_loss_fn, predict_fn=finetuning.classification_predict_fn,
-        serving_fn=finetuning.classification_serving_fn, compute_metrics=compute_metrics, best_metric="accuracy",
+        loss_fn=classification_loss_fn, predict_fn=classification_predict_fn, serving_fn=classification_serving_fn,
+        compute_metrics=compute_metrics, best_metric="accuracy",
         train_data=toy_split("train", 200, 0), eval_splits=evaluation, predict_splits=[toy_split("test", 23, 3)],
         write_eval_predictions=write_eval_predictions, write_predictions=write_predictions)
 
@@ -61,4 +64,4 @@ def toy_options(output_dir, **changes):
                   warmup_step=5, learning_rate=0.05, train_batch_size=10, eval_batch_size=64, predict_batch_size=64,
                   save_checkpoints_steps=20, steps_per_loop=20, jit_compile=False)
     values.update(changes)
-    return finetuning.FinetuningOptions(**values)
+    return FinetuningOptions(**values)
