@@ -195,7 +195,8 @@ def run_peer_step(peer: str, precision: str, spec: dict) -> dict:
     batch_size = batch["input_word_ids"].shape[0]
     return {"implementation": peer, "precision": precision, **details,
             "seq_per_s": spec["steps"] * batch_size / elapsed, "warmup_seconds": warmup_seconds,
-            "first_loss": first_loss, "loss": loss, "mlm_logits_shape": mlm_logits_shape, "sop_logits_shape": sop_logits_shape,
+            "first_loss": first_loss, "loss": loss, "mlm_logits_shape": mlm_logits_shape,
+            "sop_logits_shape": sop_logits_shape,
             "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024 / 1e6,
             "python": platform.python_version()}
 

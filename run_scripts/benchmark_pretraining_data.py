@@ -58,8 +58,9 @@ def main(argv):
         per_worker = result["instances_per_second_per_worker"]
         worker_rss = result["peak_worker_rss_bytes"]
         logging.info("%s corpus: %.1f MB, %d documents in %d blocks of %.2f MB -> %d instances in %.1f s: %.0f "
-                     "instances/s (%s); peak PSS %.0f MB and anonymous PSS %.0f MB (all processes), peak RSS %.0f MB (main "
-                     "process), %s (largest worker)", name, result["corpus_bytes"] / 1e6, result["documents"],
+                     "instances/s (%s); peak PSS %.0f MB and anonymous PSS %.0f MB (all processes), peak RSS "
+                     "%.0f MB (main process), %s (largest worker)", name, result["corpus_bytes"] / 1e6,
+                     result["documents"],
                      result["blocks"], result["corpus_bytes"] / result["blocks"] / 1e6, result["instances"],
                      result["seconds"], result["instances_per_second"],
                      "Beam" if per_worker is None else f"{per_worker:.0f} per worker", result["peak_pss_bytes"] / 1e6,

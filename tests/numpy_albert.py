@@ -63,7 +63,8 @@ def forward(w, config, word_ids, mask, type_ids, masked_positions=None):
          + w["bert/embeddings/position_embeddings"][:seq][None])
     x = layer_norm(x, w["bert/embeddings/LayerNorm/gamma"], w["bert/embeddings/LayerNorm/beta"])
     if config.embedding_size != config.hidden_size:
-        x = x @ w["bert/encoder/embedding_hidden_mapping_in/kernel"] + w["bert/encoder/embedding_hidden_mapping_in/bias"]
+        projection = "bert/encoder/embedding_hidden_mapping_in"
+        x = x @ w[f"{projection}/kernel"] + w[f"{projection}/bias"]
     bias = (1.0 - mask[:, None, None, :].astype(np.float64)) * -10000.0
     for layer in range(config.num_hidden_layers):
         group = int(layer / config.num_hidden_layers * config.num_hidden_groups)

@@ -273,3 +273,14 @@ def test_child_processes_run_modules_of_this_repository_not_code_strings():
                 module = arguments.elts[1]
                 children.append(constants[module.id] if isinstance(module, ast.Name) else ast.literal_eval(module))
     assert children and all(_is_module(module) for module in children), children
+
+
+MAX_LINE_LENGTH = 120
+
+
+def test_no_line_of_python_is_longer_than_the_projects_limit():
+    too_long = [f"{path.relative_to(REPO_ROOT)}:{number}"
+                for path in _source_files(*CODE, "tests")
+                for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1)
+                if len(line) > MAX_LINE_LENGTH]
+    assert not too_long, f"Lines longer than {MAX_LINE_LENGTH} characters: {', '.join(too_long)}"

@@ -86,8 +86,9 @@ def benchmark_tflite(output_dir: str, config: AlbertConfig, seq_length: int = 12
                      warmup_runs: int = 2, onnx: bool = False) -> List[dict]:
     """Exports a random encoder of `config` to `<output_dir>/encoder`, converts `variants` and times them.
 
-    Returns one record per variant (and one with `variant` "onnx" when `onnx`): `variant`, `bytes`, `conversion_s`, `latency_ms_median` / `_min` / `_max`,
-    the drift (`max_abs_diff/pooled_output`, `max_abs_diff/sequence_output`) and the setting (`seq_length`,
+    Returns one record per variant (and one with `variant` "onnx" when `onnx`): `variant`, `bytes`, `conversion_s`,
+    `latency_ms_median` / `_min` / `_max`, the drift (`max_abs_diff/pooled_output`,
+    `max_abs_diff/sequence_output`) and the setting (`seq_length`,
     `batch_size`, `num_threads`, `num_runs`, `saved_model_variables_bytes`, `cpu`, `load_average`,
     `tensorflow`).
 

@@ -47,7 +47,8 @@ def mean_token_features(encoder: AlbertEncoder, tokenizer: AlbertTokenizer, text
     return np.concatenate(features, axis=0)
 
 
-def fit_probe(train_features: np.ndarray, train_labels: np.ndarray, num_classes: int) -> Tuple[tf.Variable, tf.Variable]:
+def fit_probe(train_features: np.ndarray, train_labels: np.ndarray,
+              num_classes: int) -> Tuple[tf.Variable, tf.Variable]:
     """The weights and biases of a multinomial logistic regression on standardized features (see the module
     docstring).
 

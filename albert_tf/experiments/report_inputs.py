@@ -44,7 +44,8 @@ def record_report_inputs(output_dir: str, budget: Budget, experiments: Sequence[
     inputs = {"experiments": list(experiments), "arms": arms, "baselines": dict(baselines),
               "downstream_score": budget.downstream_task,
               "non_inferiority_margins": dict(budget.non_inferiority_margins), "non_inferiority_margins_note":
-                  budget.non_inferiority_margins_note, "scale": scale, "limits": limits, "learning_rate_section": learning_rate_section,
+                  budget.non_inferiority_margins_note, "scale": scale, "limits": limits,
+              "learning_rate_section": learning_rate_section,
               "speed_dir": SPEED if SPEED in experiments else None,
               "speed_budget": dataclasses.asdict(budget.speed) if SPEED in experiments else None}
     path = os.path.join(output_dir, REPORT_INPUTS_NAME)

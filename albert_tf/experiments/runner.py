@@ -184,7 +184,7 @@ def check_training_settings(output_dir: str, options: PretrainingOptions) -> Non
     >>> check_training_settings(directory, dataclasses.replace(options, learning_rate=0.01))
     Traceback (most recent call last):
     ...
-    ValueError: .../training_settings.json records a training with learning_rate=0.005, and this run asks for 0.01; delete ... to train it again with the new settings, or rerun with the old ones.
+    ValueError: .../training_settings.json records a training with learning_rate=0.005, and this run asks for ...
     """
     settings = {name: getattr(options, name) for name in _TRAINING_SETTINGS}
     path = os.path.join(output_dir, TRAINING_SETTINGS_NAME)

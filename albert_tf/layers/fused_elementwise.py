@@ -59,7 +59,8 @@ def attention_probabilities(scores, attention_bias, scale):
     TensorFlow's kernels (BUILD_NOTES.md, "Speed and memory").
 
     Example:
-    >>> probabilities = attention_probabilities(tf.constant([[2.0, 2.0, 9.0]]), tf.constant([[0.0, 0.0, -10000.0]]), 0.5)
+    >>> scores, mask_bias = tf.constant([[2.0, 2.0, 9.0]]), tf.constant([[0.0, 0.0, -10000.0]])
+    >>> probabilities = attention_probabilities(scores, mask_bias, 0.5)
     >>> probabilities.numpy().tolist()
     [[0.5, 0.5, 0.0]]
     """

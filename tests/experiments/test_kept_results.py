@@ -53,7 +53,8 @@ def test_more_arms_train_only_by_the_step_code_that_trained_the_kept_ones():
                                          r"\(commit 6c7e06a\), not this checkout's [0-9a-f]{16}; train the rest from a "
                                          r"checkout of that commit \(git worktree add --detach DIR COMMIT\) or give "
                                          r"another --output_dir\.$"):
-        check_step_code({"sharing/all/seed0": {"trained_by": trained_by()}, "sharing/none/seed1": {"trained_by": other}},
+        check_step_code({"sharing/all/seed0": {"trained_by": trained_by()},
+                         "sharing/none/seed1": {"trained_by": other}},
                         "out/arms")
     with pytest.raises(ValueError, match="holds training sharing/none/seed1 by step code None"):
         check_step_code({"sharing/none/seed1": {}}, "out/arms")

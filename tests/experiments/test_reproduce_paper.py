@@ -39,7 +39,8 @@ def _copy_what_git_commits(output_dir, kept_dir):
     copied = []
     for path in glob.glob(os.path.join(output_dir, "**"), recursive=True):
         relative = os.path.relpath(path, output_dir)
-        ignored = subprocess.run(["git", "check-ignore", "--no-index", "-q", os.path.join("paper_runs", "run", relative)],
+        ignored = subprocess.run(["git", "check-ignore", "--no-index", "-q",
+                                  os.path.join("paper_runs", "run", relative)],
                                  cwd=REPO_ROOT).returncode == 0
         if os.path.isfile(path) and not ignored:
             os.makedirs(os.path.dirname(os.path.join(kept_dir, relative)), exist_ok=True)

@@ -159,7 +159,8 @@ def test_training_sums_the_shared_kernels_depth_gradients_in_float32(mode, polic
     for role, (shared_gradient,) in shared_gradients.items():
         depth_sum = tf.add_n(unrolled_gradients[role])
         assert shared_gradient.dtype == tf.float32 and len(unrolled_gradients[role]) == shared.config.num_hidden_layers
-        tolerance = 1e-6 if mode == "eager" or policy == "float32" else 2 ** -7 * float(tf.reduce_max(tf.abs(depth_sum)))
+        tolerance = (1e-6 if mode == "eager" or policy == "float32"
+                     else 2 ** -7 * float(tf.reduce_max(tf.abs(depth_sum))))
         np.testing.assert_allclose(shared_gradient, depth_sum, rtol=1e-6, atol=tolerance, err_msg=role)
 
 

@@ -65,7 +65,8 @@ def test_a_packages_file_of_another_length_and_too_few_packages_are_one_sentence
     text, packages = _write(tmp_path, _documents())
     with open(packages, "a", encoding="utf-8") as handle:
         handle.write("extra\n")
-    with pytest.raises(ValueError, match=r"holdout_packages.txt names 15 packages for the 14 documents of .*holdout.txt"):
+    with pytest.raises(ValueError,
+                       match=r"holdout_packages.txt names 15 packages for the 14 documents of .*holdout.txt"):
         package_classification.write_package_classification_set(text, packages, str(tmp_path / "set"), 2, 10)
     text, packages = _write(tmp_path, _documents())
     with pytest.raises(ValueError, match=r"needs num_packages=5 \(at least 2\) packages .* and it has 4"):
