@@ -37,22 +37,27 @@ ORIGINAL_DEFAULTS = {
 # A script counting epochs has no step count, the others no epoch count.
 _COUNTED_BY_THE_OTHER = {"train_step": None, "num_train_epochs": None, "warmup_proportion": None}
 
-_DUMP_DEFAULTS = ("import importlib, json, sys\nfrom absl import flags\nimportlib.import_module('run_scripts.' + "
-                  "sys.argv[1])\nprint(json.dumps({name: flags.FLAGS[name].default for name in flags.FLAGS}))")
+# Imports each script in turn in one process, removing the flags the previous one defined (they share names).
+_DUMP_DEFAULTS = """
+import importlib, json, sys
+from absl import flags
+baseline, defaults = set(flags.FLAGS), {}
+for script in sys.argv[1:]:
+    for name in set(flags.FLAGS) - baseline:
+        delattr(flags.FLAGS, name)
+    importlib.import_module("run_scripts." + script)
+    defaults[script] = {name: flags.FLAGS[name].default for name in set(flags.FLAGS) - baseline}
+print(json.dumps(defaults))
+"""
 
 
 @pytest.fixture(scope="module")
 def script_defaults():
-    """{script: {flag: default}}, each script imported in its own process (they share flag names)."""
-    processes = {script: subprocess.Popen([sys.executable, "-c", _DUMP_DEFAULTS, script], cwd=REPO_ROOT,
-                                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-                 for script in ORIGINAL_DEFAULTS}
-    defaults = {}
-    for script, process in processes.items():
-        stdout, stderr = process.communicate(timeout=300)
-        assert process.returncode == 0, stderr[-3000:]
-        defaults[script] = json.loads(stdout.strip().splitlines()[-1])
-    return defaults
+    """{script: {flag: default}}, the scripts imported one after another in a process of their own."""
+    completed = subprocess.run([sys.executable, "-c", _DUMP_DEFAULTS, *ORIGINAL_DEFAULTS], cwd=REPO_ROOT,
+                               capture_output=True, text=True, timeout=300)
+    assert completed.returncode == 0, completed.stderr[-3000:]
+    return json.loads(completed.stdout.strip().splitlines()[-1])
 
 
 @pytest.mark.parametrize("script", sorted(ORIGINAL_DEFAULTS))
