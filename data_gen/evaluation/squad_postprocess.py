@@ -18,6 +18,7 @@ threshold found by the official search reproduces the score it was found with.
 
 import json
 import math
+import unicodedata
 import os
 from typing import Dict, List, Mapping, Optional, Sequence, Tuple
 
@@ -192,7 +193,18 @@ def span_text(paragraph_text: str, alignment, feature: int, start: int, end: int
     last_char = alignment.token_end_char[feature, end]
     if first_char == 0 and last_char < 0:
         last_char = 0
-    return paragraph_text[first_char:last_char + 1].strip()
+    return _strip_invisible(paragraph_text[first_char:last_char + 1])
+
+
+def _strip_invisible(text: str) -> str:
+    """`text` without whitespace and format characters (zero-width spaces, joiners, marks of direction) at its ends:
+    SentencePiece's normalisation drops the latter, so the original's alignment matched no piece to them."""
+    start, end = 0, len(text)
+    while start < end and (text[start].isspace() or unicodedata.category(text[start]) == "Cf"):
+        start += 1
+    while end > start and (text[end - 1].isspace() or unicodedata.category(text[end - 1]) == "Cf"):
+        end -= 1
+    return text[start:end]
 
 
 def _nbest(example, alignment, candidates, n_best_size, score_names):

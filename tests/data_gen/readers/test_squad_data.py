@@ -515,6 +515,37 @@ def test_every_span_text_equals_the_originals(spm_model, tokenizer):
     assert len(theirs) < len(ours)  # the original drops some of these short paragraphs
 
 
+def test_where_normalisation_drops_or_expands_characters_a_span_is_the_raw_text_its_pieces_came_from(spm_model,
+                                                                                                     tokenizer):
+    """The documented difference (BUILD_NOTES, "SQuAD"): SentencePiece drops a zero-width space and expands "⅓" to
+    "1⁄3"; the original's approximate alignment matches no piece to either, so its spans land on a neighbour (the
+    pieces of "⅓" alone answer the zero-width space before them). Ours answer the raw characters the pieces came
+    from, without whitespace or format characters at the ends."""
+    paragraph = "word\u200b cafe fine \u200b \u2153 cafe."
+    examples = [SquadExample("q0", "Which word?", paragraph, [])]
+    lengths = dict(max_seq_length=48, doc_stride=16, max_query_length=8)
+    ours = list(squad.convert_examples_to_features(examples, tokenizer, is_training=False, **lengths))
+    original = original_albert.tokenization()
+    [their] = _original_features(original_albert.squad_utils(original), original, spm_model, examples, False,
+                                 **lengths)
+    offset = their.tokens.index("[SEP]") + 1
+    pieces = their.tokens[offset:their.tokens.index("[SEP]", offset)]
+    alignment = FeatureAlignment.from_features(ours)
+
+    def texts(first_piece, last_piece):
+        end = len(pieces) - 1 - pieces[::-1].index(last_piece)
+        start = end - pieces[end::-1].index(first_piece)
+        return (squad_postprocess.span_text(paragraph, alignment, 0, offset + start, offset + end),
+                paragraph[their.tok_start_to_orig_index[start]:their.tok_end_to_orig_index[end] + 1].strip())
+
+    assert texts("1", "<unk>") == ("\u2153", "\u200b")
+    # The second "cafe": the original's alignment gives its piece the "⅓" before it.
+    assert texts("\u2581cafe", "\u2581cafe") == ("cafe", "\u2153 cafe")
+    whole = (squad_postprocess.span_text(paragraph, alignment, 0, offset, offset + len(pieces) - 1),
+             paragraph[their.tok_start_to_orig_index[0]:their.tok_end_to_orig_index[-1] + 1].strip())
+    assert whole == (paragraph, paragraph)
+
+
 @pytest.mark.parametrize("version", ["v1", "v2"])
 def test_predictions_equal_the_originals_on_random_model_outputs(spm_model, tokenizer, version):
     """The original's accumulate_predictions / write_predictions against postprocess_v1 / v2 on the same features
