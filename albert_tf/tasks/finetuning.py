@@ -155,7 +155,8 @@ def short_run_warning(options: FinetuningOptions, train_steps: int, warmup_steps
         return None
     return (f"Only {after_warmup} training steps after warmup ({train_steps} in all): too few for the model to move "
             f"far from its initial weights at learning rate {options.learning_rate:g}. On a small training set, "
-            f"train for more epochs in smaller batches ({SMALL_DATA_GUIDE}).")
+            f"train for more epochs in smaller batches, e.g. --num_train_epochs=20 --train_batch_size=16 "
+            f"({SMALL_DATA_GUIDE}).")
 
 
 def check_task_data(task: FinetuningTask, options: FinetuningOptions) -> None:

@@ -173,8 +173,8 @@ def test_a_run_says_what_it_will_train_and_warns_when_that_is_too_short_to_move_
             "epochs), the first 1 warming up, adamw at learning rate 0.05.") in logged["info"]
     assert [message for message in logged["warning"] if "steps after warmup" in message] == [
         "Only 17 training steps after warmup (18 in all): too few for the model to move far from its initial "
-        "weights at learning rate 0.05. On a small training set, train for more epochs in smaller batches "
-        "(docs/fine-tuning.md, \"Small datasets\")."]
+        "weights at learning rate 0.05. On a small training set, train for more epochs in smaller batches, e.g. "
+        "--num_train_epochs=20 --train_batch_size=16 (docs/fine-tuning.md, \"Small datasets\")."]
     logged["warning"].clear()
     finetuning.run_finetuning(task, toy_options(tmp_path / "long", do_train=True, train_step=None,
                                                 num_train_epochs=20.0, warmup_proportion=0.1, train_batch_size=16))

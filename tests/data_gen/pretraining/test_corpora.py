@@ -86,11 +86,15 @@ def test_the_script_writes_the_same_files_on_a_second_run(stdlib_corpus):
     directory = stdlib_corpus["directory"]
     train, holdout = str(directory / "again.txt"), str(directory / "again_holdout.txt")
     completed = run_script("extract_corpus", f"--output={train}", f"--holdout_output={holdout}",
-                           f"--holdout_fraction={HOLDOUT_FRACTION}", timeout=None)
+                           f"--holdout_fraction={HOLDOUT_FRACTION}", f"--small_task_dir={directory / 'task'}",
+                           timeout=None)
     assert completed.returncode == 0, completed.stderr[-3000:]
     for first, second in ((stdlib_corpus["train"], train), (stdlib_corpus["holdout"], holdout)):
         with open(first, "rb") as a, open(second, "rb") as b:
             assert a.read() == b.read()
+    # The built-in small task beside it: a header and 200 training sentences of two packages.
+    rows = (directory / "task" / "train.tsv").read_text(encoding="utf-8").splitlines()
+    assert rows[0] == "sentence\tlabel" and len(rows) == 201 and len({row.split("\t")[1] for row in rows[1:]}) == 2
 
 
 @pytest.mark.slow

@@ -1,0 +1,72 @@
+"""The built-in small classification task: which of two Python packages a docstring sentence comes from, as
+`sentence<TAB>label` TSV files that run_classifier reads (`--text_field=sentence --label_field=label`).
+
+It comes from the built-in corpus (data_gen.pretraining.corpora) and its held-out split (`is_holdout_document`
+at `holdout_fraction`), so it needs no download and pairs with a model pretrained on that corpus (`make demo`):
+- the classes are the two packages with the most held-out sentences (a tie: the name first in sort order);
+- dev is every held-out sentence of the two, which no pretraining saw;
+- train is `train_examples_per_package` sentences of each from the documents outside the held-out split, taken
+  whole in the order of a hash of their text (the last one cut), so train and dev share no docstring.
+
+It is the size of a small labelled set (200 training examples by default): docs/fine-tuning.md's small-data recipe
+is measured on it.
+
+Example (it reads the installed modules' docstrings, about two seconds):
+>>> import tempfile
+>>> counts = write_package_pair_task(tempfile.mkdtemp())  # doctest: +SKIP
+>>> counts["train"], len(counts["classes"])  # doctest: +SKIP
+(200, 2)
+"""
+
+import collections
+import hashlib
+import os
+from typing import Dict, List, Tuple
+
+from data_gen import file_io
+from data_gen.pretraining import corpora
+
+HEADER = ("sentence", "label")
+SPLIT_FILES = {"train": "train.tsv", "dev": "dev.tsv"}
+
+
+def write_package_pair_task(output_dir: str, train_examples_per_package: int = 100, holdout_fraction: float = 0.1,
+                            include_site_packages: bool = False) -> Dict[str, object]:
+    """Writes train.tsv and dev.tsv under `output_dir` (see the module docstring); returns the classes and the
+    counts per split and class. Fails, naming the package, when one lacks the training sentences asked for."""
+    held_out: Dict[str, List[str]] = collections.defaultdict(list)
+    trainable: Dict[str, List[List[str]]] = collections.defaultdict(list)
+    for package, sentences in corpora.iter_sourced_documents(include_site_packages):
+        if corpora.is_holdout_document(sentences, holdout_fraction):
+            held_out[package].extend(sentences)
+        else:
+            trainable[package].append(sentences)
+    classes = sorted(sorted(held_out, key=lambda package: (-len(held_out[package]), package))[:2])
+    if len(classes) < 2:
+        raise ValueError(f"The built-in corpus holds out sentences of {len(classes)} package(s) at "
+                         f"holdout_fraction={holdout_fraction}; the task needs two.")
+    train = [(sentence, package) for package in classes
+             for sentence in _training_sentences(package, trainable[package], train_examples_per_package)]
+    dev = [(sentence, package) for package in classes for sentence in held_out[package]]
+    file_io.makedirs(output_dir)
+    for split, rows in (("train", train), ("dev", dev)):
+        _write_rows(os.path.join(output_dir, SPLIT_FILES[split]), rows)
+    return {"classes": classes, "train": len(train), "dev": len(dev),
+            "dev_per_class": [sum(label == package for _, label in dev) for package in classes]}
+
+
+def _training_sentences(package: str, documents: List[List[str]], count: int) -> List[str]:
+    ordered = sorted(documents, key=lambda sentences: hashlib.sha256("\n".join(sentences).encode("utf-8")).digest())
+    sentences = [sentence for document in ordered for sentence in document][:count]
+    if len(sentences) < count:
+        raise ValueError(f"Package {package!r} has {len(sentences)} training sentences in the built-in corpus; "
+                         f"the task asks for {count}.")
+    return sentences
+
+
+def _write_rows(path: str, rows: List[Tuple[str, str]]) -> None:
+    """Writes HEADER and `rows` as TSV, whole or not at all (a temporary name, then a rename)."""
+    temporary = path + ".incomplete"
+    with file_io.open_text_for_writing(temporary) as handle:
+        handle.write("".join("\t".join(row) + "\n" for row in [HEADER, *rows]))
+    file_io.replace(temporary, path)
