@@ -17,26 +17,27 @@ from absl import app, flags
 from albert_tf.tasks.quickstart import QuickstartOptions, run_quickstart, summary_text
 from albert_tf.training import host_allocator
 from run_scripts import entry
+from run_scripts.option_flags import define_option_flags
 from run_scripts.training_flags import define_jit_compile_flag
 
 FLAGS = flags.FLAGS
-flags.DEFINE_string("output_dir", "demo_output", "Everything the demo writes goes under this directory.")
-flags.DEFINE_string("input_file", None, "Your own training text instead of the built-in corpus.")
-flags.DEFINE_string("eval_input_file", None, "Your own held-out text (required with --input_file).")
-flags.DEFINE_float("holdout_fraction", 0.1, "Share of the built-in corpus held out for evaluation.")
-flags.DEFINE_integer("vocab_size", 5000, "SentencePiece vocabulary size.")
-flags.DEFINE_integer("max_seq_length", 64, "Sequence length of the pretraining instances.")
-flags.DEFINE_integer("max_predictions_per_seq", 10, "Masked positions per instance.")
-flags.DEFINE_integer("dupe_factor", 5, "Passes over the training text, each with different masks.")
-flags.DEFINE_integer("num_train_steps", 1200, "Pretraining steps.")
-flags.DEFINE_integer("train_batch_size", 32, "Global training batch size.")
-flags.DEFINE_float("learning_rate", 0.01, "Peak LAMB learning rate.")
-flags.DEFINE_integer("num_workers", 2, "Processes writing the pretraining shards.")
-flags.DEFINE_enum("mixed_precision", "float32", ["float32", "mixed_bfloat16"], "Dtype policy.")
+define_option_flags(QuickstartOptions, {
+    "output_dir": "Everything the demo writes goes under this directory.",
+    "input_file": "Your own training text instead of the built-in corpus.",
+    "eval_input_file": "Your own held-out text (required with --input_file).",
+    "holdout_fraction": "Share of the built-in corpus held out for evaluation.",
+    "vocab_size": "SentencePiece vocabulary size.",
+    "max_seq_length": "Sequence length of the pretraining instances.",
+    "max_predictions_per_seq": "Masked positions per instance.",
+    "dupe_factor": "Passes over the training text, each with different masks.",
+    "num_train_steps": "Pretraining steps.",
+    "train_batch_size": "Global training batch size.",
+    "learning_rate": "Peak LAMB learning rate.",
+    "num_workers": "Processes writing the pretraining shards.",
+    "mixed_precision": "Dtype policy.",
+    "seed": "Seed of the model's initialization and dropout (the pretraining data stay the same).",
+}, choices={"mixed_precision": ["float32", "mixed_bfloat16"]})
 define_jit_compile_flag()
-flags.DEFINE_integer("seed", QuickstartOptions.seed, "Seed of the model's initialization and dropout (the "
-                     "pretraining data stay the same).")
-
 
 def main(argv):
     del argv

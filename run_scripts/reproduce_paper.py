@@ -23,12 +23,15 @@ from run_scripts import entry
 from run_scripts.training_flags import define_jit_compile_flag
 
 FLAGS = flags.FLAGS
-flags.DEFINE_list("experiment", ["all"], f"Experiments to run, from {', '.join(EXPERIMENT_NAMES)}, or all.")
-flags.DEFINE_enum("budget", "smoke", list(BUDGETS), "How large the models and runs are.")
+flags.DEFINE_list("experiment", list(ReproduceOptions.experiments),
+                  f"Experiments to run, from {', '.join(EXPERIMENT_NAMES)}, or all.")
+flags.DEFINE_enum("budget", ReproduceOptions.budget, list(BUDGETS), "How large the models and runs are.")
 flags.DEFINE_list("corpus", None, "Text files in the original format (one sentence per line, a blank line between "
                   "documents); by default the built-in docstring corpus.")
-flags.DEFINE_bool("include_site_packages", False, "Build the built-in corpus from site-packages too (larger).")
-flags.DEFINE_list("seeds", ["0"], "Seeds of the models' initialization; every arm runs once per seed.")
+flags.DEFINE_bool("include_site_packages", ReproduceOptions.include_site_packages,
+                  "Build the built-in corpus from site-packages too (larger).")
+flags.DEFINE_list("seeds", [str(seed) for seed in ReproduceOptions.seeds],
+                  "Seeds of the models' initialization; every arm runs once per seed.")
 flags.DEFINE_string("output_dir", "paper_reproduction", "Where the data, the arms and the report go.")
 flags.DEFINE_string("glue_data_dir", None, "A local GLUE copy in the original layout (SST-2/, MNLI/): the sharing "
                     "arms are also fine-tuned on SST-2 and MNLI and scored on their dev sets.")
