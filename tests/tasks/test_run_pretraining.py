@@ -139,31 +139,42 @@ def _final_weights(output_dir, config):
     return {variable.path: variable.numpy() for variable in model.weights}
 
 
-@pytest.mark.slow
-def test_sigterm_then_rerun_equals_an_uninterrupted_run(records, tmp_path):
-    config_path = tmp_path / "albert_config.json"
+UNINTERRUPTED_STEPS = 30
+
+
+@pytest.fixture(scope="module")
+def uninterrupted(records, tmp_path_factory):
+    """(config file, config, final weights) of one uninterrupted run_pretraining of UNINTERRUPTED_STEPS with
+    dropout, the reference the interrupted runs below must end at."""
+    directory = tmp_path_factory.mktemp("uninterrupted")
+    config_path = directory / "albert_config.json"
     config = tiny_config(hidden_dropout_prob=0.1)
     config.to_json_file(str(config_path))
-    steps = 40
-    common = (f"--albert_config_file={config_path}", f"--num_train_steps={steps}")
-    subprocess.run(_script(records, tmp_path / "straight", *common), check=True, capture_output=True, timeout=300)
+    subprocess.run(_script(records, directory / "run", f"--albert_config_file={config_path}",
+                           f"--num_train_steps={UNINTERRUPTED_STEPS}"), check=True, capture_output=True, timeout=300)
+    weights = _final_weights(directory / "run", config)
+    assert len(weights) == 32 and not np.allclose(weights["albert_pretrainer/predictions/output_bias"], 0.0)
+    return config_path, config, weights
 
+
+@pytest.mark.slow
+def test_sigterm_then_rerun_equals_an_uninterrupted_run(records, tmp_path, uninterrupted):
+    config_path, config, straight = uninterrupted
+    common = (f"--albert_config_file={config_path}", f"--num_train_steps={UNINTERRUPTED_STEPS}")
     interrupted = tmp_path / "interrupted"
     process = subprocess.Popen(_script(records, interrupted, *common), stderr=subprocess.PIPE, text=True)
     rest = helpers.sigterm_on_log_line(process, "step 10/", timeout=240)
     assert process.returncode == 0, rest[-2000:]
     preempted_step = int(tf.train.latest_checkpoint(str(interrupted)).rsplit("-", 1)[1])
-    assert 10 <= preempted_step < steps
+    assert 10 <= preempted_step < UNINTERRUPTED_STEPS
     subprocess.run(_script(records, interrupted, *common), check=True, capture_output=True, timeout=300)
 
-    straight, resumed = _final_weights(tmp_path / "straight", config), _final_weights(interrupted, config)
-    assert straight.keys() == resumed.keys() and len(straight) == 32
-    assert not np.allclose(straight["albert_pretrainer/predictions/output_bias"], 0.0)
+    resumed = _final_weights(interrupted, config)
+    assert straight.keys() == resumed.keys()
     for name in straight:
         np.testing.assert_allclose(resumed[name], straight[name], atol=1e-6, err_msg=name)
 
 
-@pytest.mark.slow
 def test_script_errors(records, tmp_path):
     missing = run_script("run_pretraining", "--input_file=/nonexistent/x-*", f"--output_dir={tmp_path}",
                          "--preset=albert-base", "--do_train", timeout=120)
@@ -222,12 +233,10 @@ def small_disk(tmp_path):
 
 @pytest.mark.slow
 def test_a_full_disk_stops_in_one_line_keeping_the_last_checkpoint_and_a_rerun_ends_as_an_uninterrupted_run(
-        records, tmp_path, small_disk):
-    config_path = tmp_path / "albert_config.json"
-    config = tiny_config()
-    config.to_json_file(str(config_path))
-    common = (f"--albert_config_file={config_path}", "--num_train_steps=30", "--save_checkpoints_steps=10")
-    subprocess.run(_script(records, tmp_path / "straight", *common), check=True, capture_output=True, timeout=300)
+        records, small_disk, uninterrupted):
+    config_path, config, straight = uninterrupted
+    common = (f"--albert_config_file={config_path}", f"--num_train_steps={UNINTERRUPTED_STEPS}",
+              "--save_checkpoints_steps=10")
 
     output_dir = small_disk / "run"
     environment = {name: value for name, value in os.environ.items() if name != "TF_CPP_MIN_LOG_LEVEL"}
@@ -245,7 +254,7 @@ def test_a_full_disk_stops_in_one_line_keeping_the_last_checkpoint_and_a_rerun_e
     resumed = subprocess.run(_script(records, output_dir, *common), capture_output=True, text=True, timeout=300)
     assert resumed.returncode == 0, resumed.stderr[-3000:]
     assert "Training from step 10 to 30" in resumed.stderr
-    straight, after = _final_weights(tmp_path / "straight", config), _final_weights(output_dir, config)
+    after = _final_weights(output_dir, config)
     for name in straight:
         np.testing.assert_allclose(after[name], straight[name], atol=1e-6, err_msg=name)
 
