@@ -550,15 +550,24 @@ def test_where_normalisation_drops_or_expands_characters_a_span_is_the_raw_text_
 def test_predictions_equal_the_originals_on_random_model_outputs(spm_model, tokenizer, version):
     """The original's accumulate_predictions / write_predictions against postprocess_v1 / v2 on the same features
     (several spans per question) and random model outputs: the same answers, n-best texts, probabilities and
-    scores, and for v2 the same null odds. The beams point anywhere, the question and padding included."""
+    scores, and for v2 the same null odds. The beams point anywhere, the question and padding included. The
+    paragraphs hold runs of punctuation, digits followed by commas, quotes, brackets, text outside ASCII and
+    word-start markers that stand alone (those the original keeps: it drops a paragraph its alignment matched
+    under 80%)."""
     rng = random.Random(1)
-    paragraphs = [PARAGRAPH] + [_random_paragraph(rng) for _ in range(8)]
-    examples = [SquadExample(f"q{index}-{question}", f"Which {question}?", paragraph, [])
-                for index, paragraph in enumerate(paragraphs) for question in ("word", "place")]
     lengths = dict(max_seq_length=40, doc_stride=12, max_query_length=8)
-    ours = list(squad.convert_examples_to_features(examples, tokenizer, is_training=False, **lengths))
     original = original_albert.tokenization()
     squad_utils = original_albert.squad_utils(original)
+    candidates = [_span_text_paragraph(rng) for _ in range(16)]
+    kept = {feature.example_index for feature in _original_features(
+        squad_utils, original, spm_model, [SquadExample(f"c{index}", "Which word?", paragraph, [])
+                                           for index, paragraph in enumerate(candidates)], False, **lengths)}
+    paragraphs = ([PARAGRAPH] + [_random_paragraph(rng) for _ in range(8)]
+                  + [paragraph for index, paragraph in enumerate(candidates) if index in kept])
+    assert len(paragraphs) > 9 + 8
+    examples = [SquadExample(f"q{index}-{question}", f"Which {question}?", paragraph, [])
+                for index, paragraph in enumerate(paragraphs) for question in ("word", "place")]
+    ours = list(squad.convert_examples_to_features(examples, tokenizer, is_training=False, **lengths))
     theirs = _original_features(squad_utils, original, spm_model, examples, False, **lengths)
     for field in ("input_ids", "input_mask", "segment_ids", "p_mask", "doc_span_index", "example_index"):
         assert [getattr(feature, field) for feature in ours] == [getattr(feature, field) for feature in theirs], field
