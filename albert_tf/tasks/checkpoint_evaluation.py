@@ -10,13 +10,14 @@ import json
 import os
 import re
 import uuid
-from typing import Dict, Mapping, Optional
+from typing import Dict, Mapping, Optional, Sequence
 
 import numpy as np
 import tensorflow as tf
 from absl import logging
 
 from albert_tf.checkpoints import writing
+from albert_tf.tasks import dynamic_padding
 from albert_tf.tasks.finetuning_options import FinetuningOptions, resolve_checkpoints_kept
 from albert_tf.tasks.finetuning_task import EXAMPLE_INDEX, DataSplit, FinetuningTask, Outputs
 
@@ -24,9 +25,11 @@ BEST_DIR_NAME = "best"
 BEST_CHECKPOINT_NAME = "ckpt-best"
 
 
-def predict_split(trainer, split: DataSplit, batch_size: int, predict_fn) -> Outputs:
-    """`predict_fn`'s outputs over `split`, in example order, checked to hold a row per example."""
-    outputs = trainer.predict(_finite_dataset_fn(split), predict_fn, batch_size)
+def predict_split(trainer, split: DataSplit, batch_size: int, predict_fn,
+                  sequence_features: Sequence[str] = ()) -> Outputs:
+    """`predict_fn`'s outputs over `split`, in example order, checked to hold a row per example; each batch's
+    `sequence_features` cut to its longest member (dynamic_padding)."""
+    outputs = trainer.predict(_finite_dataset_fn(split, sequence_features), predict_fn, batch_size)
     if not outputs:
         outputs = _empty_outputs(trainer.model, split, predict_fn)
     if EXAMPLE_INDEX in outputs:
@@ -39,12 +42,15 @@ def predict_split(trainer, split: DataSplit, batch_size: int, predict_fn) -> Out
     return outputs
 
 
-def _finite_dataset_fn(split: DataSplit):
+def _finite_dataset_fn(split: DataSplit, sequence_features: Sequence[str] = ()):
     def dataset_fn(input_context, batch_size, skip_batches):
         data = split.dataset()
         if input_context is not None and input_context.num_input_pipelines > 1:
             data = data.shard(input_context.num_input_pipelines, input_context.input_pipeline_id)
-        return data.batch(batch_size).skip(skip_batches).prefetch(tf.data.AUTOTUNE)
+        data = data.batch(batch_size).skip(skip_batches)
+        if sequence_features:
+            data = data.map(lambda batch: dynamic_padding.trim_to_longest(batch, sequence_features))
+        return data.prefetch(tf.data.AUTOTUNE)
 
     return dataset_fn
 
@@ -149,7 +155,9 @@ def _evaluate_splits(trainer, task, options):
     """Metrics of every eval split (with their suffixes) and the raw outputs, for the loaded weights."""
     metrics, outputs_by_split = {}, []
     for split in task.eval_splits:
-        outputs = predict_split(trainer, split, options.eval_batch_size, task.predict_fn)
+        outputs = predict_split(trainer, split, options.eval_batch_size, task.predict_fn,
+                                dynamic_padding.features_to_trim(task.sequence_features,
+                                                                 options.pad_to_max_seq_length, options.strategy))
         split_metrics = dict(task.compute_metrics(split, outputs))
         if "per_example_loss" in outputs:
             split_metrics["loss"] = float(np.mean(outputs["per_example_loss"]))

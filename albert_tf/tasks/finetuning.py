@@ -19,7 +19,7 @@ from absl import logging
 from albert_tf.checkpoints import formats
 from albert_tf.export.serving import export_saved_model
 from albert_tf.export.text_classifier import export_classifier_with_preprocessor
-from albert_tf.tasks import checkpoint_evaluation
+from albert_tf.tasks import checkpoint_evaluation, dynamic_padding
 from albert_tf.tasks.finetuning_options import (FinetuningOptions, check_finetuning_options,
                                                 resolve_checkpoints_kept, resolve_train_steps)
 from albert_tf.tasks.finetuning_task import DataSplit, FinetuningTask
@@ -85,12 +85,14 @@ def run_finetuning(task: FinetuningTask, options: FinetuningOptions,
                       keep_checkpoint_max=resolve_checkpoints_kept(options),
                       summary_dir=os.path.join(options.output_dir, "train"))
     results = {}
+    trimmed = dynamic_padding.features_to_trim(task.sequence_features, options.pad_to_max_seq_length,
+                                               options.strategy)
     if options.do_train:
         logging.info("%s", describe_training(task, options, train_steps, warmup_steps))
         warning = short_run_warning(options, train_steps, warmup_steps)
         if warning:
             logging.warning("%s", warning)
-        results["train"] = trainer.train(_train_dataset_fn(task.train_data, options.seed), train_steps,
+        results["train"] = trainer.train(_train_dataset_fn(task.train_data, options.seed, trimmed), train_steps,
                                          options.train_batch_size)
     best_checkpoint = None
     if options.do_eval:
@@ -112,7 +114,7 @@ def run_finetuning(task: FinetuningTask, options: FinetuningOptions,
                 logging.warning("The %s split holds no examples: its prediction files are written without rows.",
                                 split.name)
             outputs = checkpoint_evaluation.predict_split(trainer, split, options.predict_batch_size,
-                                                           task.predict_fn)
+                                                           task.predict_fn, trimmed)
             task.write_predictions(options.output_dir, split, outputs)
             logging.info("Wrote the %s predictions of %d examples to %s.", split.name, split.num_examples,
                          options.output_dir)
@@ -193,7 +195,7 @@ def _initialize_weights(model, options, source):
     source.load_weights(model)
 
 
-def _train_dataset_fn(split: DataSplit, seed: int):
+def _train_dataset_fn(split: DataSplit, seed: int, sequence_features=()):
     buffer_size = max(1, min(split.num_examples, MAX_SHUFFLE_BUFFER))
 
     def dataset_fn(input_context, batch_size, skip_batches):
@@ -202,6 +204,9 @@ def _train_dataset_fn(split: DataSplit, seed: int):
             data = data.shard(input_context.num_input_pipelines, input_context.input_pipeline_id)
         # A seeded shuffle that reshuffles each epoch deterministically, so skipping batches resumes exactly.
         data = data.shuffle(buffer_size, seed=seed, reshuffle_each_iteration=True).repeat()
-        return data.batch(batch_size, drop_remainder=True).skip(skip_batches).prefetch(tf.data.AUTOTUNE)
+        data = data.batch(batch_size, drop_remainder=True).skip(skip_batches)
+        if sequence_features:
+            data = data.map(lambda batch: dynamic_padding.trim_to_longest(batch, sequence_features))
+        return data.prefetch(tf.data.AUTOTUNE)
 
     return dataset_fn

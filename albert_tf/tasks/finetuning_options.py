@@ -71,6 +71,8 @@ class FinetuningOptions(TrainingSettings):
     export_dir: Optional[str] = None
     # The export takes raw strings (the preprocessor inside the SavedModel), for the classification tasks.
     with_preprocessing: bool = False
+    # Every batch at max_seq_length, not cut to its longest member (albert_tf/tasks/dynamic_padding.py).
+    pad_to_max_seq_length: bool = False
     # Fine-tuning runs with seeds seed, seed + 1, ... in output_dir/trial-<k>/ (albert_tf/tasks/multi_seed.py).
     num_trials: int = 1
 

@@ -100,6 +100,9 @@ class FinetuningTask:
       `eval_predictions_extension` "tsv" unless the task's format has another), the second the directory.
     - `serving_fn(model, inputs) -> {name: tensor}`: the exported signature's outputs.
     - `raw_text_export`: for a classifier of text, what an export with its preprocessor takes and returns.
+    - `sequence_features`: the batch's features with the sequence on their last axis, which batches cut to their
+      longest member (albert_tf/tasks/dynamic_padding.py); empty: every batch keeps max_seq_length. A task whose
+      outputs run along the sequence leaves it empty, since its outputs must line up across batches.
     """
 
     name: str
@@ -118,4 +121,5 @@ class FinetuningTask:
     original_metric_names: Mapping[str, str] = dataclasses.field(default_factory=dict)
     eval_predictions_extension: str = "tsv"
     raw_text_export: Optional[RawTextExport] = None
+    sequence_features: Sequence[str] = ()
 

@@ -29,6 +29,7 @@ import tensorflow as tf
 from absl import logging
 
 from albert_tf.models.classifier import AlbertClassifier
+from albert_tf.models.encoder import INPUT_NAMES
 from albert_tf.tasks import multi_seed
 from albert_tf.tasks.classification_functions import (classification_loss_fn, classification_predict_fn,
                                                       classification_serving_fn, regression_loss_fn,
@@ -301,7 +302,8 @@ def build_task(options: GlueOptions, finetuning_options: FinetuningOptions, toke
         compute_metrics=task_metrics, best_metric=best_metric(task),
         original_metric_names=original_metric_names(task), train_data=train, eval_splits=evaluation,
         predict_splits=prediction, write_eval_predictions=task_eval_predictions,
-        write_predictions=task_predictions, raw_text_export=RawTextExport(len(task.tfds_text_features)))
+        write_predictions=task_predictions, raw_text_export=RawTextExport(len(task.tfds_text_features)),
+        sequence_features=INPUT_NAMES)
 
 
 def run_glue(options: GlueOptions) -> Dict[str, object]:

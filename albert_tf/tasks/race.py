@@ -28,6 +28,7 @@ import tensorflow as tf
 from absl import logging
 
 from albert_tf.models.multiple_choice import AlbertMultipleChoice
+from albert_tf.models.encoder import INPUT_NAMES
 from albert_tf.tasks import multi_seed
 from albert_tf.tasks.checkpoint_evaluation import with_original_names
 from albert_tf.tasks.classification_functions import (classification_loss_fn, classification_predict_fn,
@@ -141,7 +142,8 @@ def build_task(options: RaceOptions, tokenizer) -> FinetuningTask:
         train_data=load("train") if finetuning_options.do_train else None,
         eval_splits=[load("dev")] if finetuning_options.do_eval else [],
         predict_splits=[load("test")] if finetuning_options.do_predict else [],
-        write_eval_predictions=task_eval_predictions, write_predictions=task_predictions)
+        write_eval_predictions=task_eval_predictions, write_predictions=task_predictions,
+        sequence_features=INPUT_NAMES)
 
 
 def run_race(options: RaceOptions) -> Dict[str, object]:

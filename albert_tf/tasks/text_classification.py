@@ -48,6 +48,7 @@ import tensorflow as tf
 from absl import logging
 
 from albert_tf.models.classifier import AlbertClassifier
+from albert_tf.models.encoder import INPUT_NAMES
 from albert_tf.tasks import multi_seed
 from albert_tf.tasks.classification_functions import (classification_loss_fn, classification_predict_fn,
                                                       classification_serving_fn, model_inputs, regression_loss_fn,
@@ -340,7 +341,8 @@ def build_task(options: TextClassificationOptions, tokenizer) -> FinetuningTask:
         train_data=splits.get("train"), eval_splits=[splits["eval"]] if "eval" in splits else [],
         predict_splits=[splits["predict"]] if "predict" in splits else [],
         write_eval_predictions=task_eval_predictions, write_predictions=task_predictions,
-        raw_text_export=RawTextExport(2 if options.text_b_field else 1, multi_label=kind == MULTI_LABEL))
+        raw_text_export=RawTextExport(2 if options.text_b_field else 1, multi_label=kind == MULTI_LABEL),
+        sequence_features=INPUT_NAMES)
 
 
 def run_text_classification(options: TextClassificationOptions) -> Dict[str, object]:

@@ -1,0 +1,58 @@
+"""Batches cut to their longest member: a fine-tuning task's features are padded to max_seq_length, most of it
+padding on real text, and every padded position costs the model as much as a real one.
+
+A batch's sequence features (the task names them: `FinetuningTask.sequence_features`) lose the trailing columns
+that no example of the batch uses, down to `bucket_length` of its longest example: the next power of two, at least
+MIN_LENGTH, at most max_seq_length, so that a run traces (and XLA compiles) a handful of shapes. The columns cut are
+padding (input_mask 0) in every example, which the model masks at -10000, so each example's outputs are those of
+the padded batch to float rounding. `pad_to_max_seq_length` (and a TPU, which needs fixed shapes) keeps the full
+length.
+
+Example:
+>>> batch = {"input_word_ids": tf.constant([[2, 7, 3, 0, 0, 0]]), "input_mask": tf.constant([[1, 1, 1, 0, 0, 0]]),
+...          "input_type_ids": tf.zeros([1, 6], tf.int32), "label_ids": tf.constant([1])}
+>>> cut = trim_to_longest(batch, ("input_word_ids", "input_mask", "input_type_ids"), min_length=4)
+>>> cut["input_word_ids"].numpy().tolist(), cut["label_ids"].numpy().tolist()
+([[2, 7, 3, 0]], [1])
+"""
+
+from typing import Dict, Sequence
+
+import tensorflow as tf
+
+# Shorter batches are not cut further: below this the step's cost is mostly not the sequence's.
+MIN_LENGTH = 16
+
+
+def bucket_length(longest: tf.Tensor, max_length: tf.Tensor, min_length: int = MIN_LENGTH) -> tf.Tensor:
+    """The smallest power of two >= `longest` and >= `min_length`, at most `max_length` (int32 scalars).
+
+    Example:
+    >>> [int(bucket_length(tf.constant(n), tf.constant(128))) for n in (1, 16, 17, 65, 128)]
+    [16, 16, 32, 128, 128]
+    """
+    longest = tf.maximum(tf.cast(longest, tf.int32), min_length)
+    power = tf.cast(tf.math.ceil(tf.math.log(tf.cast(longest, tf.float32)) / tf.math.log(2.0) - 1e-6), tf.int32)
+    return tf.minimum(tf.bitwise.left_shift(1, power), tf.cast(max_length, tf.int32))
+
+
+def features_to_trim(sequence_features: Sequence[str], pad_to_max_seq_length: bool, strategy: str) -> tuple:
+    """The features a run cuts to each batch's longest: none with `pad_to_max_seq_length` or on a TPU.
+
+    Example:
+    >>> features_to_trim(["input_word_ids", "input_mask"], pad_to_max_seq_length=False, strategy="tpu")
+    ()
+    """
+    if pad_to_max_seq_length or strategy == "tpu":
+        return ()
+    return tuple(sequence_features)
+
+
+def trim_to_longest(batch: Dict[str, tf.Tensor], sequence_features: Sequence[str],
+                    min_length: int = MIN_LENGTH) -> Dict[str, tf.Tensor]:
+    """`batch` with its `sequence_features` (sequence on the last axis, `input_mask` among them) cut to the
+    bucket of its longest example; the other features as they are."""
+    mask = batch["input_mask"]
+    used = tf.reduce_sum(tf.cast(tf.reduce_any(tf.reshape(mask, [-1, tf.shape(mask)[-1]]) > 0, axis=0), tf.int32))
+    length = bucket_length(used, tf.shape(mask)[-1], min_length)
+    return {name: value[..., :length] if name in sequence_features else value for name, value in batch.items()}

@@ -1,0 +1,62 @@
+"""Dynamic padding (albert_tf/tasks/dynamic_padding.py): batches cut to their longest member give the padded run's
+losses, metrics and predictions to float rounding, and only the columns no example uses are cut."""
+import json
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from albert_tf.models.encoder import INPUT_NAMES
+from albert_tf.tasks import dynamic_padding
+from albert_tf.tasks.finetuning_options import FinetuningOptions
+from albert_tf.tasks.text_classification import TextClassificationOptions, run_text_classification
+from tests.helpers import tiny_config_values
+from tests.tasks.task_data import write_labeled_text
+
+
+def test_a_batch_loses_only_the_columns_no_example_uses_rounded_up_to_a_power_of_two():
+    lengths = [3, 19, 7]
+    mask = np.array([[1] * length + [0] * (64 - length) for length in lengths], np.int32)
+    batch = {"input_word_ids": tf.constant(mask * 5), "input_mask": tf.constant(mask),
+             "input_type_ids": tf.zeros_like(mask), "label_ids": tf.constant([0, 1, 0])}
+    cut = dynamic_padding.trim_to_longest(batch, INPUT_NAMES)
+    assert cut["input_mask"].shape == (3, 32) and cut["label_ids"].shape == (3,)
+    np.testing.assert_array_equal(cut["input_word_ids"].numpy(), mask[:, :32] * 5)
+    # Choices of a multiple-choice batch ([batch, choices, sequence]) count together.
+    choices = tf.constant(mask[None])
+    assert dynamic_padding.trim_to_longest({"input_mask": choices}, ["input_mask"])["input_mask"].shape == (1, 3, 32)
+    full = tf.constant(np.ones([2, 48], np.int32))
+    assert dynamic_padding.trim_to_longest({"input_mask": full}, ["input_mask"])["input_mask"].shape == (2, 48)
+
+
+@pytest.mark.slow
+def test_a_run_with_dynamic_padding_ends_as_the_padded_run(tmp_path, tokenizer, monkeypatch):
+    for split, count, seed in (("train", 64, 0), ("dev", 40, 1), ("test", 12, 2)):
+        write_labeled_text(tmp_path / f"{split}.tsv", "single_label", count, seed=seed)
+    config_file = tmp_path / "albert_config.json"
+    config_file.write_text(json.dumps(tiny_config_values(vocab_size=tokenizer.vocab_size, max_position_embeddings=64,
+                                                         hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0)))
+    cuts = []
+    trim = dynamic_padding.trim_to_longest
+    monkeypatch.setattr(dynamic_padding, "trim_to_longest",
+                        lambda batch, names, *rest: cuts.append(names) or trim(batch, names, *rest))
+
+    def run(name, **changes):
+        finetuning = FinetuningOptions(
+            str(tmp_path / name), albert_config_file=str(config_file), spm_model_file=tokenizer.spm_model_file,
+            max_seq_length=64, do_train=True, do_eval=True, do_predict=True, train_step=12, warmup_step=2,
+            learning_rate=1e-3, train_batch_size=8, eval_batch_size=16, predict_batch_size=16, dropout_prob=0.0,
+            jit_compile=False, **changes)
+        results = run_text_classification(TextClassificationOptions(
+            finetuning, text_field="text", label_field="topic", train_file=str(tmp_path / "train.tsv"),
+            eval_file=str(tmp_path / "dev.tsv"), predict_file=str(tmp_path / "test.tsv")))
+        return results["eval"], np.loadtxt(tmp_path / name / "test_results.tsv", ndmin=2)
+
+    padded, padded_probabilities = run("padded", pad_to_max_seq_length=True)
+    assert not cuts
+    dynamic, dynamic_probabilities = run("dynamic")
+    assert cuts and all(names == INPUT_NAMES for names in cuts)
+    assert dynamic["global_step"] == padded["global_step"] == 12
+    assert dynamic["loss"] == pytest.approx(padded["loss"], rel=1e-4)
+    assert dynamic["accuracy"] == padded["accuracy"]
+    np.testing.assert_allclose(dynamic_probabilities, padded_probabilities, atol=1e-4)
