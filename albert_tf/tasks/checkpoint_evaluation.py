@@ -155,9 +155,10 @@ def _evaluate_splits(trainer, task, options):
     """Metrics of every eval split (with their suffixes) and the raw outputs, for the loaded weights."""
     metrics, outputs_by_split = {}, []
     for split in task.eval_splits:
-        outputs = predict_split(trainer, split, options.eval_batch_size, task.predict_fn,
-                                dynamic_padding.features_to_trim(task.sequence_features,
-                                                                 options.pad_to_max_seq_length, options.strategy))
+        trimmed = dynamic_padding.features_to_trim(task.sequence_features, options.pad_to_max_seq_length,
+                                                   options.strategy)
+        outputs = predict_split(trainer, split, options.eval_batch_size,
+                                dynamic_padding.prediction_function(task, trimmed), trimmed)
         split_metrics = dict(task.compute_metrics(split, outputs))
         if "per_example_loss" in outputs:
             split_metrics["loss"] = float(np.mean(outputs["per_example_loss"]))

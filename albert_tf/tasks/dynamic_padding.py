@@ -6,7 +6,8 @@ that no example of the batch uses, down to `bucket_length` of its longest exampl
 MIN_LENGTH, at most max_seq_length, so that a run traces (and XLA compiles) a handful of shapes. The columns cut are
 padding (input_mask 0) in every example, which the model masks at -10000, so each example's outputs are those of
 the padded batch to float rounding. `pad_to_max_seq_length` (and a TPU, which needs fixed shapes) keeps the full
-length.
+length. A task whose outputs run along the sequence names them with their padding values
+(`FinetuningTask.sequence_outputs`): they come back at max_seq_length, so batches of different lengths line up.
 
 Example:
 >>> batch = {"input_word_ids": tf.constant([[2, 7, 3, 0, 0, 0]]), "input_mask": tf.constant([[1, 1, 1, 0, 0, 0]]),
@@ -16,7 +17,8 @@ Example:
 ([[2, 7, 3, 0]], [1])
 """
 
-from typing import Dict, Sequence
+import functools
+from typing import Callable, Dict, Sequence, Tuple
 
 import tensorflow as tf
 
@@ -56,3 +58,30 @@ def trim_to_longest(batch: Dict[str, tf.Tensor], sequence_features: Sequence[str
     used = tf.reduce_sum(tf.cast(tf.reduce_any(tf.reshape(mask, [-1, tf.shape(mask)[-1]]) > 0, axis=0), tf.int32))
     length = bucket_length(used, tf.shape(mask)[-1], min_length)
     return {name: value[..., :length] if name in sequence_features else value for name, value in batch.items()}
+
+
+def prediction_function(task, sequence_features: Sequence[str]) -> Callable:
+    """`task.predict_fn`, or where batches are cut (`sequence_features`) and the task has outputs along the
+    sequence, the same function with those outputs padded back to the task's length with their padding values."""
+    if not sequence_features or not task.sequence_outputs:
+        return task.predict_fn
+    length = task.input_signature["input_word_ids"].shape[-1]
+    return _padded_back(task.predict_fn, tuple(sorted(task.sequence_outputs.items())), length)
+
+
+@functools.lru_cache(maxsize=None)
+def _padded_back(predict_fn: Callable, pad_values: Tuple[Tuple[str, object], ...], length: int) -> Callable:
+    # One function per task and length, so that the Trainer traces it once, not at every evaluation.
+    values = dict(pad_values)
+
+    def predict(model, batch):
+        outputs = predict_fn(model, batch)
+        return {name: _pad_axis_1(value, length, values[name]) if name in values else value
+                for name, value in outputs.items()}
+
+    return predict
+
+
+def _pad_axis_1(value: tf.Tensor, length: int, pad_value) -> tf.Tensor:
+    paddings = [[0, 0], [0, length - tf.shape(value)[1]]] + [[0, 0]] * (len(value.shape) - 2)
+    return tf.pad(value, paddings, constant_values=tf.cast(pad_value, value.dtype))

@@ -114,7 +114,8 @@ def run_finetuning(task: FinetuningTask, options: FinetuningOptions,
                 logging.warning("The %s split holds no examples: its prediction files are written without rows.",
                                 split.name)
             outputs = checkpoint_evaluation.predict_split(trainer, split, options.predict_batch_size,
-                                                           task.predict_fn, trimmed)
+                                                           dynamic_padding.prediction_function(task, trimmed),
+                                                           trimmed)
             task.write_predictions(options.output_dir, split, outputs)
             logging.info("Wrote the %s predictions of %d examples to %s.", split.name, split.num_examples,
                          options.output_dir)

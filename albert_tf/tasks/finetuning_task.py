@@ -101,8 +101,9 @@ class FinetuningTask:
     - `serving_fn(model, inputs) -> {name: tensor}`: the exported signature's outputs.
     - `raw_text_export`: for a classifier of text, what an export with its preprocessor takes and returns.
     - `sequence_features`: the batch's features with the sequence on their last axis, which batches cut to their
-      longest member (albert_tf/tasks/dynamic_padding.py); empty: every batch keeps max_seq_length. A task whose
-      outputs run along the sequence leaves it empty, since its outputs must line up across batches.
+      longest member (albert_tf/tasks/dynamic_padding.py); empty: every batch keeps max_seq_length.
+    - `sequence_outputs`: {name: padding value} of predict_fn's outputs that run along the sequence (axis 1); a
+      cut batch's come back at max_seq_length, padded with that value.
     """
 
     name: str
@@ -122,4 +123,5 @@ class FinetuningTask:
     eval_predictions_extension: str = "tsv"
     raw_text_export: Optional[RawTextExport] = None
     sequence_features: Sequence[str] = ()
+    sequence_outputs: Mapping[str, object] = dataclasses.field(default_factory=dict)
 

@@ -36,6 +36,7 @@ import numpy as np
 import tensorflow as tf
 from absl import logging
 
+from albert_tf.models.encoder import INPUT_NAMES
 from albert_tf.models.token_classifier import AlbertTokenClassifier
 from albert_tf.tasks import multi_seed
 from albert_tf.tasks.classification_functions import model_inputs, softmax_cross_entropy
@@ -212,7 +213,8 @@ def build_task(options: NerOptions, tokenizer) -> FinetuningTask:
         eval_splits=[load("dev")] if finetuning_options.do_eval else [],
         predict_splits=[load("test")] if finetuning_options.do_predict else [],
         write_eval_predictions=task_eval_predictions, write_predictions=task_predictions,
-        eval_predictions_extension="txt")
+        eval_predictions_extension="txt", sequence_features=INPUT_NAMES + (LABEL_IDS, "word_ids"),
+        sequence_outputs={"predictions": 0, "word_ids": -1})
 
 
 def run_ner(options: NerOptions) -> Dict[str, object]:

@@ -9,9 +9,11 @@ import tensorflow as tf
 from albert_tf.models.encoder import INPUT_NAMES
 from albert_tf.tasks import dynamic_padding
 from albert_tf.tasks.finetuning_options import FinetuningOptions
+from albert_tf.tasks.finetuning_task import FinetuningTask
+from albert_tf.tasks.ner import NerOptions, run_ner
 from albert_tf.tasks.text_classification import TextClassificationOptions, run_text_classification
 from tests.helpers import tiny_config_values
-from tests.tasks.task_data import write_labeled_text
+from tests.tasks.task_data import write_keyword_conll, write_labeled_text
 
 
 def test_a_batch_loses_only_the_columns_no_example_uses_rounded_up_to_a_power_of_two():
@@ -27,6 +29,23 @@ def test_a_batch_loses_only_the_columns_no_example_uses_rounded_up_to_a_power_of
     assert dynamic_padding.trim_to_longest({"input_mask": choices}, ["input_mask"])["input_mask"].shape == (1, 3, 32)
     full = tf.constant(np.ones([2, 48], np.int32))
     assert dynamic_padding.trim_to_longest({"input_mask": full}, ["input_mask"])["input_mask"].shape == (2, 48)
+
+
+def test_outputs_along_the_sequence_come_back_at_the_tasks_length_with_their_padding_values():
+    def predict_fn(model, batch):
+        return {"predictions": batch["input_mask"] * 7, "word_ids": batch["input_mask"] - 1,
+                "example_index": tf.range(tf.shape(batch["input_mask"])[0])}
+
+    sequence = tf.TensorSpec([None, 8], tf.int32)
+    task = FinetuningTask("tokens", None, {"input_word_ids": sequence}, None, predict_fn, None, "f1",
+                          sequence_features=INPUT_NAMES, sequence_outputs={"predictions": 0, "word_ids": -1})
+    predict = dynamic_padding.prediction_function(task, INPUT_NAMES)
+    assert predict is dynamic_padding.prediction_function(task, INPUT_NAMES)  # traced once, not per evaluation
+    outputs = predict(None, {"input_mask": tf.constant([[1, 1, 0], [1, 0, 0]])})
+    assert outputs["predictions"].numpy().tolist() == [[7, 7, 0, 0, 0, 0, 0, 0], [7, 0, 0, 0, 0, 0, 0, 0]]
+    assert outputs["word_ids"].numpy().tolist() == [[0, 0, -1, -1, -1, -1, -1, -1], [0, -1, -1, -1, -1, -1, -1, -1]]
+    assert outputs["example_index"].numpy().tolist() == [0, 1]
+    assert dynamic_padding.prediction_function(task, ()) is predict_fn
 
 
 @pytest.mark.slow
@@ -60,3 +79,29 @@ def test_a_run_with_dynamic_padding_ends_as_the_padded_run(tmp_path, tokenizer, 
     assert dynamic["loss"] == pytest.approx(padded["loss"], rel=1e-4)
     assert dynamic["accuracy"] == padded["accuracy"]
     np.testing.assert_allclose(dynamic_probabilities, padded_probabilities, atol=1e-4)
+
+
+@pytest.mark.slow
+def test_an_ner_run_with_dynamic_padding_ends_as_the_padded_run(tmp_path, tokenizer):
+    """Per-token outputs come back at max_seq_length, so the scores and prediction files are the padded run's."""
+    write_keyword_conll(tmp_path / "conll", sizes=(("train", 48), ("valid", 24), ("test", 12)))
+    config_file = tmp_path / "albert_config.json"
+    config_file.write_text(json.dumps(tiny_config_values(vocab_size=tokenizer.vocab_size, max_position_embeddings=64,
+                                                         hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0)))
+
+    def run(name, **changes):
+        finetuning = FinetuningOptions(
+            str(tmp_path / name), albert_config_file=str(config_file), spm_model_file=tokenizer.spm_model_file,
+            max_seq_length=64, do_train=True, do_eval=True, do_predict=True, train_step=12, warmup_step=2,
+            learning_rate=1e-3, train_batch_size=8, eval_batch_size=16, predict_batch_size=16, dropout_prob=0.0,
+            jit_compile=False, **changes)
+        results = run_ner(NerOptions(finetuning, data_dir=str(tmp_path / "conll")))
+        return results["eval"], (tmp_path / name / "test_predictions.txt").read_text()
+
+    padded, padded_predictions = run("padded", pad_to_max_seq_length=True)
+    dynamic, dynamic_predictions = run("dynamic")
+    assert dynamic["global_step"] == padded["global_step"] == 12
+    assert dynamic["loss"] == pytest.approx(padded["loss"], rel=1e-4)
+    assert {name: value for name, value in dynamic.items() if name != "loss"} == pytest.approx(
+        {name: value for name, value in padded.items() if name != "loss"}, abs=1e-9)
+    assert dynamic_predictions == padded_predictions and len(padded_predictions.splitlines()) > 12
