@@ -48,24 +48,29 @@ def test_outputs_along_the_sequence_come_back_at_the_tasks_length_with_their_pad
     assert dynamic_padding.prediction_function(task, ()) is predict_fn
 
 
+def _finetuning_options(tmp_path, name, tokenizer, **changes):
+    """A 12-step run of a tiny model without dropout at max_seq_length 64, in tmp_path/name."""
+    config_file = tmp_path / "albert_config.json"
+    config_file.write_text(json.dumps(tiny_config_values(vocab_size=tokenizer.vocab_size, max_position_embeddings=64,
+                                                         hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0)))
+    return FinetuningOptions(
+        str(tmp_path / name), albert_config_file=str(config_file), spm_model_file=tokenizer.spm_model_file,
+        max_seq_length=64, do_train=True, do_eval=True, do_predict=True, train_step=12, warmup_step=2,
+        learning_rate=1e-3, train_batch_size=8, eval_batch_size=16, predict_batch_size=16, dropout_prob=0.0,
+        jit_compile=False, **changes)
+
+
 @pytest.mark.slow
 def test_a_run_with_dynamic_padding_ends_as_the_padded_run(tmp_path, tokenizer, monkeypatch):
     for split, count, seed in (("train", 64, 0), ("dev", 40, 1), ("test", 12, 2)):
         write_labeled_text(tmp_path / f"{split}.tsv", "single_label", count, seed=seed)
-    config_file = tmp_path / "albert_config.json"
-    config_file.write_text(json.dumps(tiny_config_values(vocab_size=tokenizer.vocab_size, max_position_embeddings=64,
-                                                         hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0)))
     cuts = []
     trim = dynamic_padding.trim_to_longest
     monkeypatch.setattr(dynamic_padding, "trim_to_longest",
                         lambda batch, names, *rest: cuts.append(names) or trim(batch, names, *rest))
 
     def run(name, **changes):
-        finetuning = FinetuningOptions(
-            str(tmp_path / name), albert_config_file=str(config_file), spm_model_file=tokenizer.spm_model_file,
-            max_seq_length=64, do_train=True, do_eval=True, do_predict=True, train_step=12, warmup_step=2,
-            learning_rate=1e-3, train_batch_size=8, eval_batch_size=16, predict_batch_size=16, dropout_prob=0.0,
-            jit_compile=False, **changes)
+        finetuning = _finetuning_options(tmp_path, name, tokenizer, **changes)
         results = run_text_classification(TextClassificationOptions(
             finetuning, text_field="text", label_field="topic", train_file=str(tmp_path / "train.tsv"),
             eval_file=str(tmp_path / "dev.tsv"), predict_file=str(tmp_path / "test.tsv")))
@@ -85,16 +90,9 @@ def test_a_run_with_dynamic_padding_ends_as_the_padded_run(tmp_path, tokenizer, 
 def test_an_ner_run_with_dynamic_padding_ends_as_the_padded_run(tmp_path, tokenizer):
     """Per-token outputs come back at max_seq_length, so the scores and prediction files are the padded run's."""
     write_keyword_conll(tmp_path / "conll", sizes=(("train", 48), ("valid", 24), ("test", 12)))
-    config_file = tmp_path / "albert_config.json"
-    config_file.write_text(json.dumps(tiny_config_values(vocab_size=tokenizer.vocab_size, max_position_embeddings=64,
-                                                         hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0)))
 
     def run(name, **changes):
-        finetuning = FinetuningOptions(
-            str(tmp_path / name), albert_config_file=str(config_file), spm_model_file=tokenizer.spm_model_file,
-            max_seq_length=64, do_train=True, do_eval=True, do_predict=True, train_step=12, warmup_step=2,
-            learning_rate=1e-3, train_batch_size=8, eval_batch_size=16, predict_batch_size=16, dropout_prob=0.0,
-            jit_compile=False, **changes)
+        finetuning = _finetuning_options(tmp_path, name, tokenizer, **changes)
         results = run_ner(NerOptions(finetuning, data_dir=str(tmp_path / "conll")))
         return results["eval"], (tmp_path / name / "test_predictions.txt").read_text()
 
