@@ -66,8 +66,8 @@ def define_finetuning_flags(*, original_flags: Optional[Mapping[str, str]] = Non
                         "as the original's 0.1.",
         "export_dir": "Export the fine-tuned model here as a SavedModel (serving_default).",
         "pad_to_max_seq_length": "Pad every batch to --max_seq_length (fixed shapes) rather than to its longest "
-                                 "example rounded up to a power of two (every script but run_squad; a TPU "
-                                 "always pads). The results are the same to float rounding.",
+                                 "example rounded up to a power of two (a TPU and SQuAD v1.1 always "
+                                 "pad). The results are the same to float rounding.",
         "with_preprocessing": "With --export_dir (run_glue, run_classifier): the SavedModel takes raw strings "
                               "(text_a, and text_b for pairs) and holds its SentencePiece preprocessor; load it "
                               "with `import tensorflow_text`.",

@@ -306,7 +306,10 @@ def build_task(options: SquadOptions, tokenizer) -> FinetuningTask:
         predict_splits=prediction,
         write_eval_predictions=lambda path, split, outputs: splits.write_files(os.path.dirname(path), split,
                                                                                outputs),
-        write_predictions=splits.write_predictions, serving_fn=_serving_fn)
+        write_predictions=splits.write_predictions, serving_fn=_serving_fn,
+        # v2's beams exclude padding through p_mask, so a cut batch gives them as they were; v1's n-best takes the
+        # highest logits over every position, padding included (as the original), which cut columns would change.
+        sequence_features=names if version_2 else ())
 
 
 def run_squad(options: SquadOptions) -> Dict[str, object]:

@@ -11,9 +11,10 @@ from albert_tf.tasks import dynamic_padding
 from albert_tf.tasks.finetuning_options import FinetuningOptions
 from albert_tf.tasks.finetuning_task import FinetuningTask
 from albert_tf.tasks.ner import NerOptions, run_ner
+from albert_tf.tasks.squad import SquadOptions, run_squad
 from albert_tf.tasks.text_classification import TextClassificationOptions, run_text_classification
 from tests.helpers import tiny_config_values
-from tests.tasks.task_data import write_keyword_conll, write_labeled_text
+from tests.tasks.task_data import squad_json, write_keyword_conll, write_labeled_text
 
 
 def test_a_batch_loses_only_the_columns_no_example_uses_rounded_up_to_a_power_of_two():
@@ -103,3 +104,30 @@ def test_an_ner_run_with_dynamic_padding_ends_as_the_padded_run(tmp_path, tokeni
     assert {name: value for name, value in dynamic.items() if name != "loss"} == pytest.approx(
         {name: value for name, value in padded.items() if name != "loss"}, abs=1e-9)
     assert dynamic_predictions == padded_predictions and len(padded_predictions.splitlines()) > 12
+
+
+@pytest.mark.slow
+def test_a_squad_v2_run_with_dynamic_padding_ends_as_the_padded_run(tmp_path, tokenizer):
+    """v2's beams exclude padding through p_mask: the answers, n-best lists and null odds are the padded run's."""
+    for split, count, seed in (("train", 48, 0), ("dev", 16, 1)):
+        squad_json(tmp_path / f"{split}.json", count, 0.3, seed=seed)
+
+    def run(name, **changes):
+        finetuning = _finetuning_options(tmp_path, name, tokenizer, **changes)
+        results = run_squad(SquadOptions(finetuning, train_file=str(tmp_path / "train.json"),
+                                         predict_file=str(tmp_path / "dev.json"), version_2_with_negative=True,
+                                         doc_stride=16, max_query_length=16))
+        files = {path.name: json.loads(path.read_text()) for path in sorted((tmp_path / name).glob("*.json"))
+                 if path.name.startswith(("predictions", "nbest", "null_odds"))}
+        return results["eval"], files
+
+    padded, padded_files = run("padded", pad_to_max_seq_length=True)
+    dynamic, dynamic_files = run("dynamic")
+    assert dynamic["global_step"] == padded["global_step"] == 12
+    assert dynamic == pytest.approx(padded, rel=1e-4, abs=1e-6)
+    assert len(padded_files) == 3 and dynamic_files.keys() == padded_files.keys()
+    assert dynamic_files["predictions.json"] == padded_files["predictions.json"]
+    assert dynamic_files["null_odds.json"] == pytest.approx(padded_files["null_odds.json"], abs=1e-4)
+    for question, entries in padded_files["nbest_predictions.json"].items():
+        assert [entry["text"] for entry in dynamic_files["nbest_predictions.json"][question]] == [
+            entry["text"] for entry in entries]
