@@ -26,7 +26,7 @@ import glob
 import io
 import os
 import shutil
-from typing import List, TextIO
+from typing import List, Sequence, TextIO
 
 from albert_tf.tokenization import is_url
 
@@ -114,3 +114,19 @@ def hidden_incomplete_path(path: str) -> str:
     # Hidden, so that globs over the final names never pick up a half-written file.
     directory, name = os.path.split(path)
     return os.path.join(directory, f".{name}.incomplete")
+
+
+def write_tsv(path: str, header: Sequence[str], rows: Sequence[Sequence[str]]) -> None:
+    """Writes `header` and `rows` as TSV to `path`, whole or not at all (a temporary name, then a rename).
+
+    Example:
+    >>> import tempfile
+    >>> path = os.path.join(tempfile.mkdtemp(), "train.tsv")
+    >>> write_tsv(path, ("sentence", "label"), [("A sentence.", "email")])
+    >>> open(path).read()
+    'sentence\\tlabel\\nA sentence.\\temail\\n'
+    """
+    temporary = path + ".incomplete"
+    with open_text_for_writing(temporary) as handle:
+        handle.write("".join("\t".join(row) + "\n" for row in [header, *rows]))
+    replace(temporary, path)

@@ -154,11 +154,10 @@ def _checkpoints_to_evaluate(options, train_steps):
 def _evaluate_splits(trainer, task, options):
     """Metrics of every eval split (with their suffixes) and the raw outputs, for the loaded weights."""
     metrics, outputs_by_split = {}, []
+    trimmed = dynamic_padding.features_to_trim(task, options)
+    predict_fn = dynamic_padding.prediction_function(task, trimmed)
     for split in task.eval_splits:
-        trimmed = dynamic_padding.features_to_trim(task.sequence_features, options.pad_to_max_seq_length,
-                                                   options.strategy)
-        outputs = predict_split(trainer, split, options.eval_batch_size,
-                                dynamic_padding.prediction_function(task, trimmed), trimmed)
+        outputs = predict_split(trainer, split, options.eval_batch_size, predict_fn, trimmed)
         split_metrics = dict(task.compute_metrics(split, outputs))
         if "per_example_loss" in outputs:
             split_metrics["loss"] = float(np.mean(outputs["per_example_loss"]))

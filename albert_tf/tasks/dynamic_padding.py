@@ -38,16 +38,21 @@ def bucket_length(longest: tf.Tensor, max_length: tf.Tensor, min_length: int = M
     return tf.minimum(tf.bitwise.left_shift(1, power), tf.cast(max_length, tf.int32))
 
 
-def features_to_trim(sequence_features: Sequence[str], pad_to_max_seq_length: bool, strategy: str) -> tuple:
-    """The features a run cuts to each batch's longest: none with `pad_to_max_seq_length` or on a TPU.
+def features_to_trim(task, options) -> tuple:
+    """The features of `task` (a FinetuningTask) that a run of `options` (FinetuningOptions) cuts to each batch's
+    longest: none with `pad_to_max_seq_length` or on a TPU.
 
     Example:
-    >>> features_to_trim(["input_word_ids", "input_mask"], pad_to_max_seq_length=False, strategy="tpu")
-    ()
+    >>> from types import SimpleNamespace
+    >>> from albert_tf.tasks.finetuning_options import FinetuningOptions
+    >>> task = SimpleNamespace(sequence_features=["input_word_ids", "input_mask"])
+    >>> features_to_trim(task, FinetuningOptions("/tmp/run")), features_to_trim(task, FinetuningOptions("/tmp/run",
+    ...                                                                                 strategy="tpu"))
+    (('input_word_ids', 'input_mask'), ())
     """
-    if pad_to_max_seq_length or strategy == "tpu":
+    if options.pad_to_max_seq_length or options.strategy == "tpu":
         return ()
-    return tuple(sequence_features)
+    return tuple(task.sequence_features)
 
 
 def trim_to_longest(batch: Dict[str, tf.Tensor], sequence_features: Sequence[str],

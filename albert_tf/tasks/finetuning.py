@@ -23,7 +23,7 @@ from albert_tf.tasks import checkpoint_evaluation, dynamic_padding
 from albert_tf.tasks.finetuning_options import (FinetuningOptions, check_finetuning_options,
                                                 resolve_checkpoints_kept, resolve_train_steps)
 from albert_tf.tasks.finetuning_task import DataSplit, FinetuningTask
-from albert_tf.tasks.model_source import ModelSource, resolve_model_source
+from albert_tf.tasks.model_source import ModelSource, resolve_model_source, resolve_tokenizer
 from albert_tf.training.distribution import get_strategy
 from albert_tf.training.optimization import create_optimizer
 from albert_tf.training.trainer import Trainer
@@ -85,8 +85,7 @@ def run_finetuning(task: FinetuningTask, options: FinetuningOptions,
                       keep_checkpoint_max=resolve_checkpoints_kept(options),
                       summary_dir=os.path.join(options.output_dir, "train"))
     results = {}
-    trimmed = dynamic_padding.features_to_trim(task.sequence_features, options.pad_to_max_seq_length,
-                                               options.strategy)
+    trimmed = dynamic_padding.features_to_trim(task, options)
     if options.do_train:
         logging.info("%s", describe_training(task, options, train_steps, warmup_steps))
         warning = short_run_warning(options, train_steps, warmup_steps)
@@ -139,9 +138,11 @@ def describe_training(task: FinetuningTask, options: FinetuningOptions, train_st
     18 steps (2.9 epochs), the first 1 warming up, adamw at learning rate 5e-05.
     """
     data = task.train_data
-    per_label = " ({})".format(", ".join(f"{label} {count}" for label, count in data.label_counts.items()))
+    per_label = ""
+    if data.label_counts:
+        per_label = " ({})".format(", ".join(f"{label} {count}" for label, count in data.label_counts.items()))
     epochs = train_steps * options.train_batch_size / max(data.num_examples, 1)
-    return (f"Fine-tuning {task.name} on {data.num_examples} training examples{per_label if data.label_counts else ''}"
+    return (f"Fine-tuning {task.name} on {data.num_examples} training examples{per_label}"
             f" in batches of {options.train_batch_size}: {train_steps} steps ({epochs:.1f} epochs), the first "
             f"{warmup_steps} warming up, {options.optimizer} at learning rate {options.learning_rate:g}.")
 
@@ -171,7 +172,8 @@ def check_task_data(task: FinetuningTask, options: FinetuningOptions) -> None:
 
 
 def _export_with_preprocessor(model, task, options, source):
-    tokenizer = source.tokenizer or resolve_model_source(options).tokenizer
+    # The weights already located (or the hub module already read) give the SentencePiece model beside them.
+    tokenizer = source.tokenizer or resolve_tokenizer(options, source.checkpoint, source.hub_module)
     export_classifier_with_preprocessor(
         model, options.export_dir, tokenizer.spm_model_file, do_lower_case=tokenizer.do_lower_case,
         seq_length=options.max_seq_length, num_text_inputs=task.raw_text_export.num_text_inputs,

@@ -21,7 +21,7 @@ Example (it reads the installed modules' docstrings, about two seconds):
 import collections
 import hashlib
 import os
-from typing import Dict, List, Tuple
+from typing import Dict, List
 
 from data_gen import file_io
 from data_gen.pretraining import corpora
@@ -50,7 +50,7 @@ def write_package_pair_task(output_dir: str, train_examples_per_package: int = 1
     dev = [(sentence, package) for package in classes for sentence in held_out[package]]
     file_io.makedirs(output_dir)
     for split, rows in (("train", train), ("dev", dev)):
-        _write_rows(os.path.join(output_dir, SPLIT_FILES[split]), rows)
+        file_io.write_tsv(os.path.join(output_dir, SPLIT_FILES[split]), HEADER, rows)
     return {"classes": classes, "train": len(train), "dev": len(dev),
             "dev_per_class": [sum(label == package for _, label in dev) for package in classes]}
 
@@ -63,10 +63,3 @@ def _training_sentences(package: str, documents: List[List[str]], count: int) ->
                          f"the task asks for {count}.")
     return sentences
 
-
-def _write_rows(path: str, rows: List[Tuple[str, str]]) -> None:
-    """Writes HEADER and `rows` as TSV, whole or not at all (a temporary name, then a rename)."""
-    temporary = path + ".incomplete"
-    with file_io.open_text_for_writing(temporary) as handle:
-        handle.write("".join("\t".join(row) + "\n" for row in [HEADER, *rows]))
-    file_io.replace(temporary, path)

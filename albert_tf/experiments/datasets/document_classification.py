@@ -53,11 +53,8 @@ def read_text_documents(path: str) -> List[List[str]]:
 
 
 def write_rows(path: str, rows: Sequence[Sequence[str]]) -> None:
-    """Writes HEADER and `rows` as TSV to `path`, whole or not at all (a temporary name, then a rename)."""
-    temporary = path + ".incomplete"
-    with file_io.open_text_for_writing(temporary) as handle:
-        handle.write("".join("\t".join(row) + "\n" for row in [HEADER, *rows]))
-    file_io.replace(temporary, path)
+    """Writes HEADER and `rows` as TSV to `path`, whole or not at all."""
+    file_io.write_tsv(path, HEADER, rows)
 
 
 def write_document_classification_set(input_file: str, output_dir: str, num_documents: int) -> Dict[str, int]:
