@@ -2,16 +2,19 @@
 
 Neither path wins everywhere: in float32 on AMD Zen 3, TensorFlow's kernels lead for ALBERT-base and XLA for
 small models; TensorFlow's oneDNN kernels lead on an Intel Xeon with AMX; and XLA:CPU in this TensorFlow build
-computes bfloat16 matmuls in float32 (albert_tf/training/bfloat16_support.py). So a rule decides only where it
-is certain:
+computes bfloat16 matmuls in float32 (albert_tf/training/bfloat16_support.py). So a rule decides where it is
+certain, or where a measurement would cost more than it can save:
 - a TPU compiles every step with XLA anyway;
 - mixed_bfloat16 on a CPU with bfloat16 units, where XLA would compute the matmuls in float32, takes
-  TensorFlow's kernels, which run them on the units.
-Everywhere else a few training steps of each path are timed on the first batch, as cuDNN's autotuning
-times its algorithms: compilation and a warm step are counted out, then the paths are timed in alternation
-and each keeps its fastest round. The choice is cached in a JSON file (`default_cache_path`) per device, CPU
-model, precision, model, batch shape and albert_tf's step code, so a resumed or repeated run takes the same path
-without measuring.
+  TensorFlow's kernels, which run them on the units;
+- batches whose length varies (fine-tuning's dynamic padding) take TensorFlow's kernels: XLA compiles a program
+  for every length;
+- a run shorter than MIN_STEPS_FOR_TRIAL steps takes TensorFlow's kernels, which compile nothing.
+Everywhere else a few training steps of each path are timed on the first batch, as cuDNN's autotuning times its
+algorithms: one path, then the other, each compiled and warmed up before its timed rounds, and the first freed
+before the second compiles, so the trial's memory peak is the larger path's, not the two paths' sum. The choice
+is cached in a JSON file (`default_cache_path`) per device, CPU model, precision, model, batch shape and
+albert_tf's step code, so a resumed or repeated run takes the same path without measuring.
 """
 
 import dataclasses
@@ -38,6 +41,12 @@ CACHE_FORMAT_VERSION = 1
 WARMUP_STEPS = 2
 TIMED_STEPS = 2
 TIMED_ROUNDS = 2
+# The paths in the order a trial times them: XLA last, so that when it wins it is kept as compiled; when
+# TensorFlow's kernels win, they are traced again, which compiles nothing.
+TRIAL_ORDER = (False, True)
+# A trial runs 12 steps and compiles the step with XLA, which on a CPU takes as long as 10 to 20 ALBERT-base steps:
+# a shorter run would spend more than a tenth of its time choosing, more than the faster path could save.
+MIN_STEPS_FOR_TRIAL = 300
 PATH_NAMES = {True: "XLA", False: "TensorFlow's own kernels"}
 
 _TRUE_WORDS = ("true", "t", "1", "yes", "y")
@@ -134,14 +143,19 @@ def forced_choice(jit_compile: bool) -> JitCompileChoice:
     return JitCompileChoice(jit_compile, "flag", f"jit_compile={jit_compile}")
 
 
-def rule_choice(device: DeviceDescription, compute_dtype: str) -> Optional[JitCompileChoice]:
-    """The path where a rule is certain (see the module docstring); None where only a measurement can tell.
+def rule_choice(device: DeviceDescription, compute_dtype: str, lengths_vary: bool = False,
+                steps: Optional[int] = None) -> Optional[JitCompileChoice]:
+    """The path where a rule decides (see the module docstring); None where only a measurement can tell.
+
+    `lengths_vary`: the batches' sequence length changes from batch to batch (`batch_lengths_vary`); `steps`: the
+    training steps the run has left, where known.
 
     Example:
+    >>> cpu = DeviceDescription("CPU", "CPU", "unknown CPU", False)
     >>> rule_choice(DeviceDescription("TPU", "TPU", "unknown CPU", None), "float32").jit_compile
     True
-    >>> rule_choice(DeviceDescription("CPU", "CPU", "unknown CPU", False), "bfloat16") is None
-    True
+    >>> rule_choice(cpu, "bfloat16") is None, rule_choice(cpu, "float32", steps=25).jit_compile
+    (True, False)
     """
     if device.kind == "TPU":
         return JitCompileChoice(True, "rule", "a TPU compiles every step with XLA")
@@ -150,7 +164,28 @@ def rule_choice(device: DeviceDescription, compute_dtype: str) -> Optional[JitCo
     if bfloat16_units_idle:
         return JitCompileChoice(False, "rule", "this CPU has bfloat16 units and XLA computes bfloat16 matmuls in "
                                                "float32 here; TensorFlow's kernels run them on the units")
+    if lengths_vary:
+        return JitCompileChoice(False, "rule", "the batches' length varies (dynamic padding) and XLA would compile "
+                                               "a program for every length; TensorFlow's kernels compile none")
+    if steps is not None and steps < MIN_STEPS_FOR_TRIAL:
+        return JitCompileChoice(False, "rule", f"{steps} steps are too few for a trial of both paths (12 steps "
+                                               f"and an XLA compilation) to pay for itself, under "
+                                               f"{MIN_STEPS_FOR_TRIAL}; TensorFlow's kernels compile nothing")
     return None
+
+
+def batch_lengths_vary(element_spec) -> bool:
+    """Whether a batch of `element_spec` (a structure of tf.TensorSpec) has a dimension of unknown size besides
+    the batch's own: its sequence length changes from batch to batch.
+
+    Example:
+    >>> batch_lengths_vary({"input_word_ids": tf.TensorSpec([32, None], tf.int32)})
+    True
+    >>> batch_lengths_vary({"input_word_ids": tf.TensorSpec([None, 128], tf.int32)})
+    False
+    """
+    return any(None in spec.shape.as_list()[1:] for spec in tf.nest.flatten(element_spec)
+               if isinstance(spec, tf.TensorSpec) and spec.shape.rank)
 
 
 def inference_choice(device: DeviceDescription, compute_dtype: str) -> JitCompileChoice:
@@ -160,27 +195,31 @@ def inference_choice(device: DeviceDescription, compute_dtype: str) -> JitCompil
         True, "rule", "no training step measured; XLA for the forward pass")
 
 
-def measure_paths(run_steps: Callable[[bool, int], None],
+def measure_paths(run_steps: Callable[[bool, int], None], free_path: Optional[Callable[[bool], None]] = None,
                   combine: Optional[Callable[[List[float]], List[float]]] = None,
                   clock: Callable[[], float] = time.perf_counter) -> Dict[bool, float]:
     """{jit_compile: steps per second} of each path, `run_steps(jit_compile, num_steps)` timed by `clock`.
 
-    `combine` turns this process's [XLA, TensorFlow] rates into the ones to decide on (the mean over the
-    workers of a multi-worker run, so that every worker takes the same path).
+    The paths are timed one after the other (TRIAL_ORDER), each keeping its fastest round; `free_path(jit_compile)`
+    is called once a path is timed and before the next compiles, for every path but the last. `combine` turns
+    this process's [XLA, TensorFlow] rates into the ones to decide on (the mean over the workers of a
+    multi-worker run, so that every worker takes the same path).
     """
-    paths = (True, False)
-    for jit_compile in paths:
+    rates = {}
+    for index, jit_compile in enumerate(TRIAL_ORDER):
         run_steps(jit_compile, WARMUP_STEPS)
-    seconds = {jit_compile: [] for jit_compile in paths}
-    for _ in range(TIMED_ROUNDS):
-        for jit_compile in paths:
+        seconds = []
+        for _ in range(TIMED_ROUNDS):
             start = clock()
             run_steps(jit_compile, TIMED_STEPS)
-            seconds[jit_compile].append(clock() - start)
-    rates = [TIMED_STEPS / max(min(seconds[jit_compile]), 1e-9) for jit_compile in paths]
+            seconds.append(clock() - start)
+        rates[jit_compile] = TIMED_STEPS / max(min(seconds), 1e-9)
+        if free_path is not None and index < len(TRIAL_ORDER) - 1:
+            free_path(jit_compile)
+    ordered = [rates[True], rates[False]]
     if combine is not None:
-        rates = combine(rates)
-    return dict(zip(paths, rates))
+        ordered = combine(ordered)
+    return dict(zip((True, False), ordered))
 
 
 def measured_choice(rates: Dict[bool, float]) -> JitCompileChoice:

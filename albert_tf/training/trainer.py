@@ -161,7 +161,8 @@ class Trainer:
         logging.info("Training from step %d to %d, global batch %d (%d replicas x %d micro-batches).",
                      start_step, num_train_steps, global_batch_size, self.strategy.num_replicas_in_sync,
                      self._accumulation_steps)
-        train_steps = self.make_train_function(dataset_fn, global_batch_size, skip_steps=start_step)
+        train_steps = self.make_train_function(dataset_fn, global_batch_size, skip_steps=start_step,
+                                               steps_left=num_train_steps - start_step)
         last_checkpoint = tf.train.latest_checkpoint(self.model_dir)
         progress = ProgressLog(start_step, num_train_steps, global_batch_size)
         with SigtermFlag(self.strategy) as sigterm, summary_writer(self.strategy, self._summary_dir).as_default():
@@ -181,14 +182,15 @@ class Trainer:
                     raise TrainingPreempted(self.step, self.model_dir)
         return results
 
-    def make_train_function(self, dataset_fn, global_batch_size, skip_steps=0):
+    def make_train_function(self, dataset_fn, global_batch_size, skip_steps=0, steps_left=None):
         """The function `train` calls for each loop: `train_steps(num_steps, last_checkpoint=None) -> results`.
 
         It takes up to `num_steps` optimizer steps (one tf.function call, `steps_per_loop` at most is what
         `train` asks) on the data of `dataset_fn`, after skipping `skip_steps` global batches, and returns
         {"step", "loss", metrics..., "learning_rate"} as `train` does; `last_checkpoint` only names the
         checkpoint to fall back to in a NonFiniteLossError. Nothing is saved or logged: this is the bare
-        step, for callers that time it (albert_tf.benchmarking) or drive their own loop.
+        step, for callers that time it (albert_tf.benchmarking) or drive their own loop. `steps_left`, the steps
+        the caller will take where it knows them, lets `jit_compile="auto"` skip a trial too long for the run.
 
         Example:
         >>> train_steps = trainer.make_train_function(dataset_fn, global_batch_size=16)  # doctest: +SKIP
@@ -201,13 +203,14 @@ class Trainer:
         dataset, element_spec = _distribute(self.strategy, dataset_fn, global_batch_size, skip_steps=skip_steps,
                                             micro_batches=self._accumulation_steps)
         if self._jit_choice is None:
-            self._jit_choice = self._choose_jit_compile(dataset_fn, global_batch_size, skip_steps, element_spec)
+            self._jit_choice = self._choose_jit_compile(dataset_fn, global_batch_size, skip_steps, element_spec,
+                                                        steps_left)
             logging.info("jit_compile=auto trains with %s.", self._jit_choice.describe())
         return self._train_step.loop_function(iter(dataset), element_spec, self._jit_choice.jit_compile)
 
     # ---- jit_compile="auto" -------------------------------------------------------------------------
 
-    def _choose_jit_compile(self, dataset_fn, global_batch_size, skip_steps, element_spec):
+    def _choose_jit_compile(self, dataset_fn, global_batch_size, skip_steps, element_spec, steps_left):
         """The rule's path, else the cached one, else the faster path measured on the first batch (cached)."""
         device = compile_choice.describe_device(self.strategy)
         key = compile_choice.cache_key(
@@ -215,7 +218,9 @@ class Trainer:
             compile_choice.batch_signature(element_spec), replicas=self.strategy.num_replicas_in_sync,
             accumulation_steps=self._accumulation_steps, strategy=type(self.strategy).__name__)
         cache = compile_choice.ChoiceCache()
-        choice = compile_choice.rule_choice(device, self.model.dtype_policy.compute_dtype) or cache.lookup(key)
+        choice = compile_choice.rule_choice(device, self.model.dtype_policy.compute_dtype,
+                                            lengths_vary=compile_choice.batch_lengths_vary(element_spec),
+                                            steps=steps_left) or cache.lookup(key)
         # Every worker must take the same path (and measure together): a rule's or a cached choice counts only
         # where every worker holds it.
         held = self._mean_over_workers([float(choice is not None and choice.jit_compile),
@@ -228,7 +233,8 @@ class Trainer:
         return choice
 
     def _measure_paths(self, dataset_fn, global_batch_size, skip_steps, element_spec):
-        """Steps/s of each path, timed on the first batch repeated; the training state is restored after."""
+        """Steps/s of each path, timed on the first batch repeated; the training state is restored after, and
+        only the faster path's functions are kept."""
 
         def first_batch_dataset_fn(input_context, batch_size, skip_batches):
             return dataset_fn(input_context, batch_size, skip_batches).take(1).repeat()
@@ -236,17 +242,26 @@ class Trainer:
         trial_dataset, _ = _distribute(self.strategy, first_batch_dataset_fn, global_batch_size,
                                        skip_steps=skip_steps, micro_batches=self._accumulation_steps)
         iterator = iter(trial_dataset)
-        trials = {path: self._train_step.trial_function(iterator, element_spec, path) for path in (True, False)}
+        trials = {}
+
+        def run_steps(path, num_steps):
+            if path not in trials:
+                trials[path] = self._train_step.trial_function(iterator, element_spec, path)
+            trials[path](num_steps)
+
+        def free_path(path):
+            del trials[path]
+            self._train_step.forget_path(path)
+            release_free_heap()
+
         restore = compile_choice.snapshot_variables(list(self.model.variables) + list(self.optimizer.variables))
         try:
             with releasing_start_up_memory():
-                rates = compile_choice.measure_paths(lambda path, num_steps: trials[path](num_steps),
-                                                     combine=self._mean_over_workers)
+                rates = compile_choice.measure_paths(run_steps, free_path=free_path, combine=self._mean_over_workers)
         finally:
             restore()
-        slower = rates[True] < rates[False]
         trials.clear()
-        self._train_step.forget_path(slower)
+        self._train_step.forget_path(rates[True] < rates[False])
         release_free_heap()
         return rates
 

@@ -21,6 +21,12 @@ TPU = DeviceDescription("TPU", "TPU", "a host CPU", None)
 
 
 @pytest.fixture
+def trials_at_any_length(monkeypatch):
+    """The toy runs' few steps would take TensorFlow's kernels by rule; these tests measure."""
+    monkeypatch.setattr(compile_choice, "MIN_STEPS_FOR_TRIAL", 0)
+
+
+@pytest.fixture
 def cache_dir(tmp_path, monkeypatch):
     directory = tmp_path / "cache"
     monkeypatch.setenv(compile_choice.CACHE_DIR_ENVIRONMENT_VARIABLE, str(directory))
@@ -111,18 +117,25 @@ class _FakeClock:
                                                         ({True: 1.0, False: 0.25}, False)])
 def test_the_measured_choice_is_the_faster_path(seconds_per_step, expected):
     clock = _FakeClock(seconds_per_step)
-    rates = compile_choice.measure_paths(clock.run_steps, clock=clock)
+    freed = []
+
+    def free_path(jit_compile):
+        freed.append((jit_compile, len(clock.calls)))
+
+    rates = compile_choice.measure_paths(clock.run_steps, free_path=free_path, clock=clock)
     choice = compile_choice.measured_choice(rates)
 
     assert rates == {path: pytest.approx(1.0 / seconds) for path, seconds in seconds_per_step.items()}
     assert (choice.jit_compile, choice.decided_by) == (expected, "measurement")
     assert choice.steps_per_second == {"xla": pytest.approx(1 / seconds_per_step[True], rel=1e-3),
                                        "tensorflow": pytest.approx(1 / seconds_per_step[False], rel=1e-3)}
-    # Both compile first, then timed rounds alternate between the paths.
+    # One path compiles and is timed, and is freed before the other compiles: the two are never held at once.
     warmup = compile_choice.WARMUP_STEPS
     timed = compile_choice.TIMED_STEPS
     rounds = compile_choice.TIMED_ROUNDS
-    assert clock.calls == [(True, warmup), (False, warmup)] + [(True, timed), (False, timed)] * rounds
+    one_path = 1 + rounds
+    assert clock.calls == [(False, warmup)] + [(False, timed)] * rounds + [(True, warmup)] + [(True, timed)] * rounds
+    assert freed == [(False, one_path)]
 
 
 def test_every_worker_decides_on_the_combined_rates():
@@ -214,7 +227,7 @@ def _stub_measurement(monkeypatch, rates):
     """measure_paths returns `rates` without running a step; returns the list of its calls."""
     calls = []
 
-    def measure_paths(run_steps, combine=None, clock=None):
+    def measure_paths(run_steps, free_path=None, combine=None, clock=None):
         calls.append(run_steps)
         return dict(rates)
 
@@ -223,7 +236,8 @@ def _stub_measurement(monkeypatch, rates):
 
 
 def test_auto_measures_once_then_reads_the_cache_keyed_by_precision_model_and_batch(tmp_path, cache_dir,
-                                                                                     monkeypatch):
+                                                                                     monkeypatch,
+                                                                                     trials_at_any_length):
     monkeypatch.setattr(compile_choice, "describe_device", lambda strategy: CPU_WITHOUT_UNITS)
     calls = _stub_measurement(monkeypatch, {True: 1.0, False: 3.0})
 
@@ -250,7 +264,8 @@ def test_auto_measures_once_then_reads_the_cache_keyed_by_precision_model_and_ba
     assert train("bfloat16_again").decided_by == "cache"
 
 
-def test_evaluation_and_prediction_follow_the_training_choice(tmp_path, cache_dir, monkeypatch):
+def test_evaluation_and_prediction_follow_the_training_choice(tmp_path, cache_dir, monkeypatch,
+                                                              trials_at_any_length):
     monkeypatch.setattr(compile_choice, "describe_device", lambda strategy: CPU_WITHOUT_UNITS)
     _stub_measurement(monkeypatch, {True: 1.0, False: 3.0})
     trainer = _auto_trainer(tmp_path)
@@ -281,6 +296,32 @@ def test_mixed_bfloat16_on_a_cpu_with_bfloat16_units_takes_tensorflows_kernels_w
     assert not os.path.exists(cache_dir / compile_choice.CACHE_FILE_NAME)
 
 
+@pytest.mark.parametrize("steps, batch_length, reason", [
+    (25, 4, "25 steps are too few for a trial"),
+    (None, None, "the batches' length varies"),
+])
+def test_a_short_run_or_varying_lengths_take_tensorflows_kernels_without_measuring(
+        tmp_path, cache_dir, monkeypatch, steps, batch_length, reason):
+    monkeypatch.setattr(compile_choice, "describe_device", lambda strategy: CPU_WITHOUT_UNITS)
+    calls = _stub_measurement(monkeypatch, {True: 9.0, False: 1.0})
+    trainer = _auto_trainer(tmp_path)
+    dataset_fn = toy.train_dataset_fn
+    if batch_length is None:
+        def dataset_fn(input_context, batch_size, skip_batches):
+            # A feature whose length is each batch's largest token id, as dynamic padding cuts a batch to its
+            # longest member; the toy model does not read it.
+            return toy.train_dataset_fn(input_context, batch_size, skip_batches).map(
+                lambda batch: dict(batch, padding=tf.zeros([batch_size, tf.reduce_max(batch["token"])])))
+    train_steps = trainer.make_train_function(dataset_fn, global_batch_size=8, steps_left=steps)
+    train_steps(1)
+
+    choice = trainer.jit_compile_choice
+    assert (choice.jit_compile, choice.decided_by) == (False, "rule")
+    assert reason in choice.reason
+    assert calls == []
+    assert not os.path.exists(cache_dir / compile_choice.CACHE_FILE_NAME)
+
+
 def test_a_forced_path_neither_measures_nor_caches(tmp_path, cache_dir, monkeypatch):
     calls = _stub_measurement(monkeypatch, {True: 1.0, False: 3.0})
     for jit_compile in (True, False):
@@ -297,11 +338,12 @@ def _state(trainer):
 
 @pytest.mark.slow
 @pytest.mark.parametrize("preferred", [True, False])
-def test_auto_trains_bit_identically_to_the_path_it_chose(tmp_path, cache_dir, monkeypatch, preferred):
+def test_auto_trains_bit_identically_to_the_path_it_chose(tmp_path, cache_dir, monkeypatch, trials_at_any_length,
+                                                          preferred):
     measure_paths = compile_choice.measure_paths
 
-    def measure_then_prefer(run_steps, combine=None):
-        measure_paths(run_steps, combine)  # the real trial steps, on the real state
+    def measure_then_prefer(run_steps, free_path=None, combine=None):
+        measure_paths(run_steps, free_path, combine)  # the real trial steps, on the real state
         return {preferred: 2.0, not preferred: 1.0}
 
     monkeypatch.setattr(compile_choice, "measure_paths", measure_then_prefer)
