@@ -68,6 +68,9 @@ def define_finetuning_flags(*, original_flags: Optional[Mapping[str, str]] = Non
         "pad_to_max_seq_length": "Pad every batch to --max_seq_length (fixed shapes) rather than to its longest "
                                  "example rounded up to a power of two (a TPU and SQuAD v1.1 always "
                                  "pad). The results are the same to float rounding.",
+        "group_by_length": "Train on batches of examples of similar length (each window of 50 batches of the "
+                           "shuffled data sorted by length, as Hugging Face's group_by_length), so that less is "
+                           "padded. The examples come in another order, so training follows another trajectory.",
         "with_preprocessing": "With --export_dir (run_glue, run_classifier): the SavedModel takes raw strings "
                               "(text_a, and text_b for pairs) and holds its SentencePiece preprocessor; load it "
                               "with `import tensorflow_text`.",

@@ -8,6 +8,7 @@ padding (input_mask 0) in every example, which the model masks at -10000, so eac
 the padded batch to float rounding. `pad_to_max_seq_length` (and a TPU, which needs fixed shapes) keeps the full
 length. A task whose outputs run along the sequence names them with their padding values
 (`FinetuningTask.sequence_outputs`): they come back at max_seq_length, so batches of different lengths line up.
+`group_by_length` (training, on request) draws each batch from examples of similar length, so that less is padded.
 
 Example:
 >>> batch = {"input_word_ids": tf.constant([[2, 7, 3, 0, 0, 0]]), "input_mask": tf.constant([[1, 1, 1, 0, 0, 0]]),
@@ -24,6 +25,8 @@ import tensorflow as tf
 
 # Shorter batches are not cut further: below this the step's cost is mostly not the sequence's.
 MIN_LENGTH = 16
+# group_by_length sorts windows of this many batches, as Hugging Face's LengthGroupedSampler (its megabatches).
+GROUP_WINDOW_BATCHES = 50
 
 
 def bucket_length(longest: tf.Tensor, max_length: tf.Tensor, min_length: int = MIN_LENGTH) -> tf.Tensor:
@@ -63,6 +66,36 @@ def trim_to_longest(batch: Dict[str, tf.Tensor], sequence_features: Sequence[str
     used = tf.reduce_sum(tf.cast(tf.reduce_any(tf.reshape(mask, [-1, tf.shape(mask)[-1]]) > 0, axis=0), tf.int32))
     length = bucket_length(used, tf.shape(mask)[-1], min_length)
     return {name: value[..., :length] if name in sequence_features else value for name, value in batch.items()}
+
+
+def example_lengths(input_mask: tf.Tensor) -> tf.Tensor:
+    """[batch] int32: the positions each example uses (input_mask > 0), the longest choice's for a multiple-choice
+    `input_mask` ([batch, choices, sequence])."""
+    used = tf.reduce_sum(tf.cast(input_mask > 0, tf.int32), axis=-1)
+    return tf.reduce_max(tf.reshape(used, [tf.shape(used)[0], -1]), axis=-1)
+
+
+def group_by_length(examples: tf.data.Dataset, batch_size: int,
+                    window_batches: int = GROUP_WINDOW_BATCHES) -> tf.data.Dataset:
+    """Batches of `batch_size` from unbatched `examples` (with an `input_mask`), each window of `window_batches`
+    batches sorted by length, longest first, as Hugging Face's `group_by_length`: the examples of a window are the
+    same, but in batches of similar length, which dynamic padding then cuts to less. Shuffle `examples` before;
+    the last incomplete batch is dropped.
+
+    Example:
+    >>> masks = [[1] * n + [0] * (8 - n) for n in (1, 7, 2, 8, 3, 6)]
+    >>> data = tf.data.Dataset.from_tensor_slices({"input_mask": masks})
+    >>> [example_lengths(batch["input_mask"]).numpy().tolist() for batch in group_by_length(data, 2, 3)]
+    [[8, 7], [6, 3], [2, 1]]
+    """
+
+    def sorted_window(window):
+        order = tf.argsort(example_lengths(window["input_mask"]), direction="DESCENDING", stable=True)
+        return tf.data.Dataset.from_tensor_slices(tf.nest.map_structure(lambda value: tf.gather(value, order),
+                                                                        window))
+
+    window = examples.batch(batch_size * window_batches).flat_map(sorted_window)
+    return window.batch(batch_size, drop_remainder=True)
 
 
 def prediction_function(task, sequence_features: Sequence[str]) -> Callable:

@@ -91,8 +91,8 @@ def run_finetuning(task: FinetuningTask, options: FinetuningOptions,
         warning = short_run_warning(options, train_steps, warmup_steps)
         if warning:
             logging.warning("%s", warning)
-        results["train"] = trainer.train(_train_dataset_fn(task.train_data, options.seed, trimmed), train_steps,
-                                         options.train_batch_size)
+        dataset_fn = _train_dataset_fn(task.train_data, options.seed, trimmed, options.group_by_length)
+        results["train"] = trainer.train(dataset_fn, train_steps, options.train_batch_size)
     best_checkpoint = None
     if options.do_eval:
         evaluation = checkpoint_evaluation.evaluate_checkpoints(trainer, task, options, train_steps)
@@ -198,7 +198,7 @@ def _initialize_weights(model, options, source):
     source.load_weights(model)
 
 
-def _train_dataset_fn(split: DataSplit, seed: int, sequence_features=()):
+def _train_dataset_fn(split: DataSplit, seed: int, sequence_features=(), group_by_length=False):
     buffer_size = max(1, min(split.num_examples, MAX_SHUFFLE_BUFFER))
 
     def dataset_fn(input_context, batch_size, skip_batches):
@@ -207,7 +207,11 @@ def _train_dataset_fn(split: DataSplit, seed: int, sequence_features=()):
             data = data.shard(input_context.num_input_pipelines, input_context.input_pipeline_id)
         # A seeded shuffle that reshuffles each epoch deterministically, so skipping batches resumes exactly.
         data = data.shuffle(buffer_size, seed=seed, reshuffle_each_iteration=True).repeat()
-        data = data.batch(batch_size, drop_remainder=True).skip(skip_batches)
+        if group_by_length:
+            data = dynamic_padding.group_by_length(data, batch_size)
+        else:
+            data = data.batch(batch_size, drop_remainder=True)
+        data = data.skip(skip_batches)
         if sequence_features:
             data = data.map(lambda batch: dynamic_padding.trim_to_longest(batch, sequence_features))
         return data.prefetch(tf.data.AUTOTUNE)

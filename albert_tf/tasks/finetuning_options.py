@@ -73,6 +73,8 @@ class FinetuningOptions(TrainingSettings):
     with_preprocessing: bool = False
     # Every batch at max_seq_length, not cut to its longest member (albert_tf/tasks/dynamic_padding.py).
     pad_to_max_seq_length: bool = False
+    # Training batches drawn from windows sorted by length (dynamic_padding.group_by_length): another order.
+    group_by_length: bool = False
     # Fine-tuning runs with seeds seed, seed + 1, ... in output_dir/trial-<k>/ (albert_tf/tasks/multi_seed.py).
     num_trials: int = 1
 

@@ -7,9 +7,9 @@ import pytest
 import tensorflow as tf
 
 from albert_tf.models.encoder import INPUT_NAMES
-from albert_tf.tasks import dynamic_padding
+from albert_tf.tasks import dynamic_padding, finetuning
 from albert_tf.tasks.finetuning_options import FinetuningOptions
-from albert_tf.tasks.finetuning_task import FinetuningTask
+from albert_tf.tasks.finetuning_task import DataSplit, FinetuningTask
 from albert_tf.tasks.ner import NerOptions, run_ner
 from albert_tf.tasks.squad import SquadOptions, run_squad
 from albert_tf.tasks.text_classification import TextClassificationOptions, run_text_classification
@@ -49,6 +49,30 @@ def test_outputs_along_the_sequence_come_back_at_the_tasks_length_with_their_pad
     assert dynamic_padding.prediction_function(task, ()) is predict_fn
 
 
+def test_grouping_by_length_batches_each_shuffled_window_longest_first_with_the_same_examples():
+    lengths = np.random.default_rng(0).integers(1, 64, size=200)
+    masks = np.array([[1] * length + [0] * (64 - length) for length in lengths], np.int32)
+    split = DataSplit("train", lambda: tf.data.Dataset.from_tensor_slices(
+        {"input_mask": masks, "example_index": np.arange(200)}), 200)
+    window = 4 * dynamic_padding.GROUP_WINDOW_BATCHES
+
+    def first_window(group_by_length):
+        dataset_fn = finetuning._train_dataset_fn(split, seed=3, group_by_length=group_by_length)
+        batches = list(dataset_fn(None, 4, 0).take(dynamic_padding.GROUP_WINDOW_BATCHES))
+        return [batch["example_index"].numpy() for batch in batches], [
+            dynamic_padding.example_lengths(batch["input_mask"]).numpy() for batch in batches]
+
+    plain_indices, plain_lengths = first_window(False)
+    grouped_indices, grouped_lengths = first_window(True)
+    # The window holds the shuffled stream's first examples (the epoch's 200, then the next epoch's).
+    assert sorted(np.concatenate(grouped_indices)) == sorted(np.concatenate(plain_indices))
+    assert len(np.concatenate(grouped_indices)) == window
+    flat = np.concatenate(grouped_lengths)
+    assert (np.diff(flat) <= 0).all()
+    # Grouped batches pad less: the sum of each batch's longest over the window.
+    assert sum(map(max, grouped_lengths)) < 0.7 * sum(map(max, plain_lengths))
+
+
 def _finetuning_options(tmp_path, name, tokenizer, **changes):
     """A 12-step run of a tiny model without dropout at max_seq_length 64, in tmp_path/name."""
     config_file = tmp_path / "albert_config.json"
@@ -85,6 +109,13 @@ def test_a_run_with_dynamic_padding_ends_as_the_padded_run(tmp_path, tokenizer, 
     assert dynamic["loss"] == pytest.approx(padded["loss"], rel=1e-4)
     assert dynamic["accuracy"] == padded["accuracy"]
     np.testing.assert_allclose(dynamic_probabilities, padded_probabilities, atol=1e-4)
+
+    grouped_batches = []
+    group = dynamic_padding.group_by_length
+    monkeypatch.setattr(dynamic_padding, "group_by_length",
+                        lambda examples, batch_size: grouped_batches.append(batch_size) or group(examples, batch_size))
+    grouped, _ = run("grouped", group_by_length=True)
+    assert grouped["global_step"] == 12 and grouped_batches == [8]
 
 
 @pytest.mark.slow
