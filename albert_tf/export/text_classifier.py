@@ -1,4 +1,9 @@
-"""A fine-tuned AlbertClassifier behind its preprocessor, as one SavedModel: raw strings in, probabilities out."""
+"""A fine-tuned AlbertClassifier behind its preprocessor, as one SavedModel: raw strings in, probabilities out.
+
+A batch is packed to its longest row ([CLS] and a [SEP] per segment counted), at most the preprocessor's
+seq_length, so short text computes no padding; the probabilities are those of rows packed to seq_length, to float
+rounding (padding is masked at -10000 and nothing is trimmed that seq_length would keep).
+"""
 
 import logging
 from typing import Union
@@ -34,7 +39,8 @@ class _RawTextClassifier(AutoTrackable):
     def _classify(self, texts):
         segments = [self.preprocessor.tokenize(text) for text in texts]
         classifier = self._parts.classifier
-        logits = classifier(self.preprocessor.bert_pack_inputs(segments), training=False)
+        inputs = self.preprocessor.bert_pack_inputs(segments, packed_length(segments, self.preprocessor.seq_length))
+        logits = classifier(inputs, training=False)
         if classifier.num_labels == 1:
             return {"predictions": tf.cast(logits[:, 0], tf.float32)}
         logits = tf.cast(logits, tf.float32)
@@ -49,6 +55,20 @@ class _RawTextClassifier(AutoTrackable):
         return self._classify([text_a, text_b])
 
 
+def packed_length(segments, seq_length: int) -> tf.Tensor:
+    """The length that packs every row of `segments` (ragged token ids [batch, (tokens)], one per text input)
+    untrimmed, [CLS] and a [SEP] per segment included, at most `seq_length` (int32 scalar).
+
+    Example:
+    >>> segments = [tf.ragged.constant([[7, 8], [7, 8, 9, 10]]), tf.ragged.constant([[5], []])]
+    >>> int(packed_length(segments, 128)), int(packed_length(segments, 6))
+    (7, 6)
+    """
+    tokens = tf.add_n([tf.cast(segment.row_lengths(), tf.int32) for segment in segments])
+    special = len(segments) + 1
+    return tf.minimum(tf.reduce_max(tf.concat([tokens, [0]], axis=0)) + special, seq_length)
+
+
 def export_classifier_with_preprocessor(classifier: AlbertClassifier, export_dir: str,
                                         preprocessor: Union[AlbertPreprocessor, str], do_lower_case: bool = True,
                                         seq_length: int = DEFAULT_SEQ_LENGTH, num_text_inputs: int = 1,
@@ -58,7 +78,8 @@ def export_classifier_with_preprocessor(classifier: AlbertClassifier, export_dir
 
     `preprocessor` is an AlbertPreprocessor or the path of the SentencePiece model to build one from
     (with `do_lower_case`, `seq_length` and `digit_comma_rule`). `num_text_inputs` is 1 (`text_a`) or 2
-    (`text_a`, `text_b`, packed as `[CLS] a [SEP] b [SEP]`). The SavedModel's `serving_default` signature and the loaded
+    (`text_a`, `text_b`, packed as `[CLS] a [SEP] b [SEP]`, each batch to its longest row up to `seq_length`).
+    The SavedModel's `serving_default` signature and the loaded
     object itself take those string tensors and return `probabilities` [B, num_labels] (softmax of the
     logits; with `multi_label`, a sigmoid per label), or `predictions` [B] for a regression model (num_labels=1).
     Loading it needs `import tensorflow_text`.

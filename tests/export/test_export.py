@@ -19,7 +19,8 @@ from albert_tf.checkpoints import writing
 from albert_tf.checkpoints.hub_module import VARIABLES_BY_TF1_NAME, load_encoder_weights, read_hub_module
 from albert_tf.checkpoints.tf1_names import model_variable_map
 from albert_tf.export.preprocessor import AlbertPreprocessor
-from albert_tf.export.text_classifier import _RawTextClassifier, export_classifier_with_preprocessor
+from albert_tf.export.text_classifier import (_RawTextClassifier, export_classifier_with_preprocessor,
+                                              packed_length)
 from albert_tf.export.tfhub_encoder import export_hub_modules
 from albert_tf.tokenization import AlbertTokenizer
 from tests.helpers import REPO_ROOT, guide_snippet, run_python, run_script, tiny_config
@@ -303,10 +304,15 @@ def test_classifier_with_preprocessor_takes_raw_text(exported, tmp_path):
     np.testing.assert_allclose(from_signature, expected, atol=1e-5)
     np.testing.assert_allclose(np.sum(probabilities, axis=-1), 1.0, atol=1e-5)
 
+    # Short batches are packed to their longest row, long ones to seq_length, with the fixed length's results.
+    assert int(packed_length([preprocessor.tokenize(text_a[1:]), preprocessor.tokenize(text_b[1:])], 32)) < 32
     regressor = AlbertClassifier(config, num_labels=1)
-    predictions = _RawTextClassifier(regressor, preprocessor, num_text_inputs=1).__call__(text_a)["predictions"]
-    single = preprocessor.bert_pack_inputs([preprocessor.tokenize(text_a)])
-    np.testing.assert_allclose(predictions, regressor(single, training=False)[:, 0], atol=1e-5)
+    raw_text_regressor = _RawTextClassifier(regressor, preprocessor, num_text_inputs=1)
+    for texts in (text_a, tf.constant(["a very long text " * 12, "short"])):
+        predictions = raw_text_regressor.__call__(texts)["predictions"]
+        single = preprocessor.bert_pack_inputs([preprocessor.tokenize(texts)])
+        np.testing.assert_allclose(predictions, regressor(single, training=False)[:, 0], atol=1e-5)
+    assert int(packed_length([preprocessor.tokenize(texts)], 32)) == 32
 
 
 @pytest.mark.slow
