@@ -15,14 +15,13 @@ batch as an .npz file, so every configuration trains on the same bytes.
 
 import json
 import platform
-import resource
 import sys
 import time
 from typing import Callable, Dict, Tuple
 
 import numpy as np
 
-from albert_tf.benchmarking.peer_protocol import PEERS, PRECISIONS, RECORD_MARKER
+from albert_tf.benchmarking.peer_protocol import PEERS, PRECISIONS, RECORD_MARKER, peak_rss_mb
 
 WEIGHT_DECAY_RATE = 0.01
 ADAM_EPSILON = 1e-6
@@ -197,7 +196,7 @@ def run_peer_step(peer: str, precision: str, spec: dict) -> dict:
             "seq_per_s": spec["steps"] * batch_size / elapsed, "warmup_seconds": warmup_seconds,
             "first_loss": first_loss, "loss": loss, "mlm_logits_shape": mlm_logits_shape,
             "sop_logits_shape": sop_logits_shape,
-            "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024 / 1e6,
+            "peak_rss_mb": peak_rss_mb(),
             "python": platform.python_version()}
 
 

@@ -4,6 +4,8 @@
         --workloads=pretrain_step,encode --mixed_precision=mixed_bfloat16 --output_json=bench.json
     python -m run_scripts.benchmark --workloads= --compare_presets=bert-large,albert-large,albert-xxlarge
     python -m run_scripts.benchmark --compare_peers=keras-hub,transformers --output_json=peers.json
+    python -m run_scripts.benchmark --workloads=finetune_text --compare_peers=keras-hub,transformers \
+        --output_json=finetune.json
 
 Workloads: pretrain_step (the real pretraining step, LAMB included), finetune_step (classifier, AdamW),
 encode (forward only), input_pipeline (pretraining reader batches/s over shards written first) and
@@ -12,6 +14,9 @@ for the FLOP formula, albert_tf/benchmarking/workloads.py for how the peak is me
 to --output_json. Runs on the GPU when TensorFlow sees one. --compare_peers times our pretraining step (with
 AdamW) beside keras-hub's and transformers' ALBERT on the same workload, in float32 and bfloat16 (see
 albert_tf/benchmarking/peer_comparison.py; `make peers` installs keras-hub); alone, it runs no other workload.
+finetune_text (not run by default: it takes hours at ALBERT-base) fine-tunes a classifier on real text for an epoch
+and predicts its dev set, ours with dynamic padding and padded to max_seq_length, beside the peers --compare_peers
+names (then the pretraining-step comparison does not run); see albert_tf/benchmarking/finetune_text.py.
 """
 
 import json
@@ -19,9 +24,11 @@ import os
 
 from absl import app, flags
 
+from albert_tf.benchmarking.finetune_text import (BUILT_IN_DATA, FINETUNE_TEXT, FinetuneTextSettings,
+                                                  run_finetune_text)
 from albert_tf.benchmarking.peer_comparison import check_peers_installed, compare_peers, parse_peers
 from albert_tf.benchmarking.peer_protocol import PEERS, PRECISIONS
-from albert_tf.benchmarking.tables import comparison_table, markdown_table, peer_table
+from albert_tf.benchmarking.tables import comparison_table, finetune_text_table, markdown_table, peer_table
 from albert_tf.benchmarking.suite import (DATA_WORKLOADS, WORKLOADS, BenchmarkOptions, DataWorkloadOptions,
                                           run_benchmarks)
 from albert_tf.benchmarking.workloads import BenchmarkSettings
@@ -31,7 +38,9 @@ from run_scripts import entry
 from run_scripts.training_flags import define_compute_flags, recompute_blocks_from_flags
 
 FLAGS = flags.FLAGS
-flags.DEFINE_list("workloads", list(WORKLOADS), f"Workloads to run, from {', '.join(WORKLOADS)}; may be empty.")
+ALL_WORKLOADS = WORKLOADS + (FINETUNE_TEXT,)
+flags.DEFINE_list("workloads", list(WORKLOADS), f"Workloads to run, from {', '.join(ALL_WORKLOADS)}; may be empty "
+                  f"(default: all but {FINETUNE_TEXT}).")
 flags.DEFINE_string("preset", "albert-base", "A named preset (unless --albert_config_file is given).")
 flags.DEFINE_string("albert_config_file", None, "An albert_config.json instead of --preset.")
 flags.DEFINE_integer("batch_size", 8, "Sequences per step.")
@@ -51,10 +60,23 @@ flags.DEFINE_list("compare_training_presets", ["bert-large", "albert-large"],
                   "Of --compare_presets, those whose peak pretraining-step RSS to measure (same batch and length).")
 flags.DEFINE_list("compare_peers", [], "Peers to time our pretraining step against, from keras-hub, "
                   "transformers (each in float32 and bfloat16, same workload, AdamW); without --workloads, only "
-                  "the comparison runs.")
-flags.DEFINE_list("peer_precisions", list(PRECISIONS), "The precisions --compare_peers times, from "
-                  f"{', '.join(PRECISIONS)} (float32 alone on a CPU without bfloat16 units, where bfloat16 is "
-                  "emulated and slow).")
+                  f"the comparison runs. With --workloads={FINETUNE_TEXT}, that workload's peers instead.")
+flags.DEFINE_list("peer_precisions", list(PRECISIONS), f"The precisions --compare_peers and {FINETUNE_TEXT} time, "
+                  f"from {', '.join(PRECISIONS)} (float32 alone on a CPU without bfloat16 units, where bfloat16 is "
+                  "emulated and slow; bfloat16 is our mixed_bfloat16).")
+flags.DEFINE_list("finetune_seq_lengths", ["128", "512"], f"The max_seq_lengths {FINETUNE_TEXT} fine-tunes at.")
+flags.DEFINE_integer("finetune_batch_size", 32, f"{FINETUNE_TEXT}'s batch, in training and prediction.")
+flags.DEFINE_integer("finetune_timed_epochs", 1, f"Epochs {FINETUNE_TEXT} times for the training rate, after the "
+                     "first.")
+flags.DEFINE_integer("finetune_max_examples", None, f"At most this many examples of each split of {FINETUNE_TEXT}'s "
+                     "data (default: all), for a short run.")
+flags.DEFINE_string("spm_model_file", None, f"The SentencePiece model {FINETUNE_TEXT} tokenizes with; default: one "
+                    "of the demo's size trained on the built-in corpus.")
+flags.DEFINE_list("finetune_data", list(BUILT_IN_DATA), f"{FINETUNE_TEXT}'s built-in data: the sentences and "
+                  "the sentence pairs of the built-in small task; may be empty with --glue_data_dir.")
+flags.DEFINE_string("glue_data_dir", None, f"A GLUE data directory: {FINETUNE_TEXT} also fine-tunes on the dev files "
+                    "of --glue_tasks.")
+flags.DEFINE_list("glue_tasks", ["SST-2", "MRPC"], "The GLUE classification tasks of --glue_data_dir.")
 flags.DEFINE_integer("input_batches", 200, "Batches per repeat of input_pipeline.")
 flags.DEFINE_integer("corpus_documents", 2000, "Documents of the synthetic corpus behind the data workloads.")
 flags.DEFINE_integer("vocab_size", 400, "SentencePiece vocabulary trained on the synthetic corpus.")
@@ -65,13 +87,29 @@ flags.DEFINE_string("work_dir", None, "Where the data workloads write (default: 
 define_compute_flags()
 
 
-def _model_settings():
+def _model():
+    """(config, its name in the records) of --albert_config_file, else --preset."""
     if FLAGS.albert_config_file:
-        config = load_config(FLAGS.albert_config_file)
-        model_name = os.path.basename(FLAGS.albert_config_file)
-    else:
-        config = load_config(preset=FLAGS.preset)
-        model_name = FLAGS.preset
+        return load_config(FLAGS.albert_config_file), os.path.basename(FLAGS.albert_config_file)
+    return load_config(preset=FLAGS.preset), FLAGS.preset
+
+
+def _finetune_text_settings():
+    config, model_name = _model()
+    try:
+        seq_lengths = tuple(int(length) for length in FLAGS.finetune_seq_lengths)
+    except ValueError:
+        lengths = ",".join(FLAGS.finetune_seq_lengths)
+        raise app.UsageError(f"--finetune_seq_lengths={lengths} must be integers.") from None
+    return FinetuneTextSettings(
+        config=config.to_dict(), model_name=model_name, seq_lengths=seq_lengths, precisions=FLAGS.peer_precisions,
+        batch_size=FLAGS.finetune_batch_size, repeats=FLAGS.repeats, timed_epochs=FLAGS.finetune_timed_epochs,
+        jit_compile=FLAGS.jit_compile, spm_model_file=FLAGS.spm_model_file, built_in_data=FLAGS.finetune_data,
+        glue_data_dir=FLAGS.glue_data_dir, glue_tasks=FLAGS.glue_tasks, max_examples=FLAGS.finetune_max_examples)
+
+
+def _model_settings():
+    config, model_name = _model()
     return BenchmarkSettings(
         config=config.to_dict(), model_name=model_name, batch_size=FLAGS.batch_size, seq_length=FLAGS.seq_length,
         max_predictions_per_seq=FLAGS.max_predictions_per_seq, mixed_precision=FLAGS.mixed_precision,
@@ -81,9 +119,9 @@ def _model_settings():
 
 def main(argv):
     del argv
-    unknown = sorted(set(FLAGS.workloads) - set(WORKLOADS))
+    unknown = sorted(set(FLAGS.workloads) - set(ALL_WORKLOADS))
     if unknown:
-        raise app.UsageError(f"--workloads names {unknown}; allowed: {', '.join(WORKLOADS)}.")
+        raise app.UsageError(f"--workloads names {unknown}; allowed: {', '.join(ALL_WORKLOADS)}.")
     unknown_peers = sorted(set(FLAGS.compare_peers) - set(PEERS))
     if unknown_peers:
         raise app.UsageError(f"--compare_peers names {unknown_peers}; allowed: {', '.join(PEERS)}.")
@@ -95,6 +133,9 @@ def main(argv):
     peers = parse_peers(FLAGS.compare_peers)
     check_peers_installed(peers)
     workloads = [] if peers and not FLAGS["workloads"].present else FLAGS.workloads
+    finetune_text = FINETUNE_TEXT in workloads
+    finetune_settings = _finetune_text_settings() if finetune_text else None
+    workloads = [name for name in workloads if name != FINETUNE_TEXT]
     if FLAGS.cpu_allocator:
         host_allocator.select_cpu_allocator(FLAGS.cpu_allocator)
     else:
@@ -107,20 +148,26 @@ def main(argv):
     data = DataWorkloadOptions(corpus_documents=FLAGS.corpus_documents, vocab_size=FLAGS.vocab_size,
                                dupe_factor=FLAGS.dupe_factor, num_workers=FLAGS.num_workers,
                                num_output_shards=FLAGS.num_output_shards, input_batches=FLAGS.input_batches)
-    records, comparison = run_benchmarks(BenchmarkOptions(
-        _model_settings(), workloads=workloads, isolate_workloads=FLAGS.isolate_workloads, data=data,
-        work_dir=FLAGS.work_dir, compare_presets=FLAGS.compare_presets,
-        compare_training_presets=FLAGS.compare_training_presets))
+    records, comparison = [], []
+    if workloads or FLAGS.compare_presets:  # --seq_length and --batch_size are theirs, not finetune_text's
+        records, comparison = run_benchmarks(BenchmarkOptions(
+            _model_settings(), workloads=workloads, isolate_workloads=FLAGS.isolate_workloads, data=data,
+            work_dir=FLAGS.work_dir, compare_presets=FLAGS.compare_presets,
+            compare_training_presets=FLAGS.compare_training_presets))
     if records:
         print(markdown_table(records))
     if comparison:
         print(comparison_table(comparison))
-    peer_records = compare_peers(peers, _model_settings(), FLAGS.peer_precisions) if peers else []
+    # With finetune_text, the peers are its rows'.
+    peer_records = compare_peers(peers, _model_settings(), FLAGS.peer_precisions) if peers and not finetune_text else []
     if peer_records:
         print(peer_table(peer_records))
+    finetune_records = run_finetune_text(finetune_settings, peers) if finetune_text else []
+    if finetune_records:
+        print(finetune_text_table(finetune_records))
     if FLAGS.output_json:
         with open(FLAGS.output_json, "w", encoding="utf-8") as handle:
-            json.dump(records + comparison + peer_records, handle, indent=1)
+            json.dump(records + comparison + peer_records + finetune_records, handle, indent=1)
 
 
 if __name__ == "__main__":

@@ -29,6 +29,7 @@ from albert_tf.benchmarking.peer_protocol import PEERS, PRECISIONS, RECORD_MARKE
 from albert_tf.benchmarking.probes import device_description, load_average
 from albert_tf.benchmarking.workloads import BenchmarkSettings, random_batch, run_in_subprocess, summarize
 from albert_tf.checkpoints.hf_names import hf_config_from_albert, uses_plain_layout
+from albert_tf.config import AlbertConfig
 from albert_tf.training.compile_choice import cpu_model_name
 
 OURS = "albert-tf"
@@ -71,6 +72,21 @@ def check_peers_installed(peers: Sequence[str]) -> None:
     if missing:
         raise RuntimeError(f"The peer comparison needs {', '.join(missing)}: run `make peers` (it installs "
                            f"requirements-peers.txt into {PEER_PACKAGES}).")
+
+
+def check_peers_can_build(config: AlbertConfig, model_name: str) -> None:
+    """Fails, in one sentence, unless the peers can build `config`: keras-hub refuses groups that do not divide the
+    layers, and transformers places some layers' groups differently from the original where uses_plain_layout
+    says so.
+
+    Example:
+    >>> check_peers_can_build(AlbertConfig.from_preset("albert-base"), "albert-base")
+    """
+    if not uses_plain_layout(config) or config.num_hidden_layers % config.num_hidden_groups:
+        raise ValueError(f"The peers share whole blocks in groups only; {model_name} has share_type="
+                         f"{config.share_type!r}, num_hidden_layers={config.num_hidden_layers}, num_hidden_groups="
+                         f"{config.num_hidden_groups}, which they cannot build (compare a config with "
+                         "share_type='all' and groups that divide the layers).")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -143,13 +159,8 @@ def compare_peers(peers: Sequence[str], settings: BenchmarkSettings, precisions:
     rows = configurations(peers, precisions)
     config = settings.albert_config()
     peers = parse_peers(peers)
-    # keras-hub refuses groups that do not divide the layers; transformers places some layers' groups
-    # differently from the original where uses_plain_layout says so.
-    if peers and (not uses_plain_layout(config) or config.num_hidden_layers % config.num_hidden_groups):
-        raise ValueError(f"The peers share whole blocks in groups only; {settings.model_name} has share_type="
-                         f"{config.share_type!r}, num_hidden_layers={config.num_hidden_layers}, num_hidden_groups="
-                         f"{config.num_hidden_groups}, which they cannot build (compare a config with "
-                         "share_type='all' and groups that divide the layers).")
+    if peers:
+        check_peers_can_build(config, settings.model_name)
     check_peers_installed(peers)
     runs: Dict[Configuration, List[dict]] = {row: [] for row in rows}
     with tempfile.TemporaryDirectory() as directory:

@@ -65,11 +65,13 @@ def measure_matmul_peaks(m: int, k: int, n: int, dtype: str = "float32", min_sec
 def peak_rss_bytes() -> int:
     """This process's peak resident set size so far, across resets of the kernel's high-water mark.
 
-    Linux reports ru_maxrss in KiB from that same mark, so after `reset_rss_high_water_mark` it alone would
-    forget the peaks before the reset, compilation's among them.
+    VmHWM, not ru_maxrss: Linux carries ru_maxrss over an exec, so a child process started by a large parent
+    would report at least the parent's size. ru_maxrss only where there is no procfs.
     """
-    return max(_peak_before_resets, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024,
-               rss_high_water_mark_bytes() or 0)
+    high_water_mark = rss_high_water_mark_bytes()
+    if high_water_mark is None:
+        high_water_mark = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+    return max(_peak_before_resets, high_water_mark)
 
 
 _peak_before_resets = 0

@@ -65,6 +65,44 @@ def peer_table(records: Sequence[dict]) -> str:
     return "\n".join(lines)
 
 
+def finetune_text_table(records: Sequence[dict]) -> str:
+    """The finetune_text workload as a Markdown table, a row per record in their order: the training step's and
+    prediction's examples/s (median (min-max)) and real tokens/s (median), the end-to-end seconds of fine-tuning one
+    epoch and predicting the dev set (median (min-max)), the peak RSS, the CPU and the date.
+
+    Example:
+    >>> print(finetune_text_table([{"data": "built-in sentences", "seq_length": 128, "precision": "float32",
+    ...     "configuration": "ours, dynamic padding", "train_examples_per_s_median": 8.0,
+    ...     "train_examples_per_s_min": 7.5, "train_examples_per_s_max": 8.25, "train_real_tokens_per_s": 176.0,
+    ...     "predict_examples_per_s_median": 40.0, "predict_examples_per_s_min": 39.0,
+    ...     "predict_examples_per_s_max": 41.0, "predict_real_tokens_per_s": 880.0, "end_to_end_seconds_median": 61.0,
+    ...     "end_to_end_seconds_min": 60.0, "end_to_end_seconds_max": 64.5, "peak_rss_mb": 1234.5,
+    ...     "cpu_model": "Xeon", "date": "2026-12-05T10:00:00+00:00"}]))  # doctest: +NORMALIZE_WHITESPACE
+    | data | max_seq_length | precision | configuration | train examples/s | train real tokens/s
+    | predict examples/s | predict real tokens/s | fine-tune 1 epoch + predict, s | peak RSS MB | CPU | date |
+    |---|---|---|---|---|---|---|---|---|---|---|---|
+    | built-in sentences | 128 | float32 | ours, dynamic padding | 8.00 (7.50-8.25) | 176 | 40.0 (39.0-41.0) | 880
+    | 61.0 (60.0-64.5) | 1,234 | Xeon | 2026-12-05 |
+    """
+    header = ["data", "max_seq_length", "precision", "configuration", "train examples/s", "train real tokens/s",
+              "predict examples/s", "predict real tokens/s", "fine-tune 1 epoch + predict, s", "peak RSS MB", "CPU",
+              "date"]
+    lines = ["| " + " | ".join(header) + " |", "|---" * len(header) + "|"]
+
+    def spread(record, name, digits):
+        return (f"{_number(record[name + '_median'], digits)} ({_number(record[name + '_min'], digits)}-"
+                f"{_number(record[name + '_max'], digits)})")
+
+    for record in records:
+        lines.append(
+            f"| {record['data']} | {record['seq_length']} | {record['precision']} | {record['configuration']} "
+            f"| {spread(record, 'train_examples_per_s', 2)} | {_number(record['train_real_tokens_per_s'], 0)} "
+            f"| {spread(record, 'predict_examples_per_s', 1)} | {_number(record['predict_real_tokens_per_s'], 0)} "
+            f"| {spread(record, 'end_to_end_seconds', 1)} | {_number(record['peak_rss_mb'], 0)} "
+            f"| {record['cpu_model']} | {record['date'][:10]} |")
+    return "\n".join(lines)
+
+
 def compare_curves(curves: Dict[str, Dict[int, float]], reference: str) -> Dict[str, Dict[str, float]]:
     """How far each curve ({step: value}) lies from `reference`'s, over the steps both logged.
 

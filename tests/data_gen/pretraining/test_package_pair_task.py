@@ -40,3 +40,19 @@ def test_the_task_takes_the_two_packages_with_most_held_out_sentences(tmp_path, 
                                          "asks for 100"):
         package_pair_task.write_package_pair_task(str(tmp_path), train_examples_per_package=100,
                                                   holdout_fraction=0.5)
+
+
+def test_the_pair_task_takes_consecutive_sentences_of_the_same_packages(tmp_path, monkeypatch):
+    documents = _documents()
+    monkeypatch.setattr(corpora, "iter_sourced_documents", lambda include_site_packages=False: iter(documents))
+    counts = package_pair_task.write_package_pair_task(str(tmp_path), train_examples_per_package=3,
+                                                       holdout_fraction=0.5, sentence_pairs=True)
+    lines = (tmp_path / "dev.tsv").read_text(encoding="utf-8").splitlines()
+    assert lines[0] == "\t".join(package_pair_task.PAIR_HEADER)
+    dev = [tuple(line.split("\t")) for line in lines[1:]]
+    assert dev == [(*sentences, package) for package in ("mail", "widgets") for name, sentences in documents
+                   if name == package and corpora.is_holdout_document(sentences, 0.5)]
+    train = [tuple(line.split("\t")) for line in (tmp_path / "train.tsv").read_text(encoding="utf-8").splitlines()[1:]]
+    assert [label for *_, label in train] == ["mail"] * 3 + ["widgets"] * 3
+    assert all(first.startswith("The ") and second.startswith("It says") for first, second, _ in train)
+    assert counts["classes"] == ["mail", "widgets"] and counts["train"] == 6 and counts["dev"] == len(dev)
