@@ -6,12 +6,29 @@ import keras
 import tensorflow as tf
 from absl import logging
 
+from albert_tf.export.saved_objects import AutoTrackable, Untracked, tf_variables
+
+
+class _ServingModel(AutoTrackable):
+    """`serve(inputs)` over the model's tf.Variables, each saved once (Keras' ExportArchive saves every weight
+    twice: under `variables` and again under `_all_variables`)."""
+
+    def __init__(self, model: keras.Model, serving_fn: Callable, input_signature: Dict[str, tf.TensorSpec]):
+        self._parts = Untracked(model=model, serving_fn=serving_fn)
+        self.variables = tf_variables(model.variables)
+        self.trainable_variables = tf_variables(model.trainable_variables)
+        self.serve = tf.function(self._serve, input_signature=[input_signature], autograph=False)
+
+    def _serve(self, inputs):
+        return self._parts.serving_fn(self._parts.model, inputs)
+
 
 def export_saved_model(model: keras.Model, input_signature: Dict[str, tf.TensorSpec],
                        serving_fn: Optional[Callable], export_dir: str) -> str:
     """Writes `model` as a SavedModel whose `serving_default` signature takes `input_signature`.
 
-    The outputs are `serving_fn(model, inputs)` (a dict), or {"outputs": model(inputs)} without one.
+    The outputs are `serving_fn(model, inputs)` (a dict), or {"outputs": model(inputs)} without one. Each weight
+    is stored once; loading needs neither Keras nor albert_tf.
 
     Example:
     >>> import tempfile
@@ -21,11 +38,10 @@ def export_saved_model(model: keras.Model, input_signature: Dict[str, tf.TensorS
     ...                           tempfile.mkdtemp())  # doctest: +SKIP
     """
     serving_fn = serving_fn or (lambda serving_model, inputs: {"outputs": serving_model(inputs, training=False)})
-    archive = keras.export.ExportArchive()
-    archive.track(model)
     # Named specs make the signature's arguments the input names (input_word_ids, ...), not inputs_1, ...
     named = {name: tf.TensorSpec(spec.shape, spec.dtype, name=name) for name, spec in input_signature.items()}
-    archive.add_endpoint("serve", lambda inputs: serving_fn(model, inputs), input_signature=[named])
-    archive.write_out(export_dir, verbose=False)
+    serving_model = _ServingModel(model, serving_fn, named)
+    tf.saved_model.save(serving_model, export_dir,
+                        signatures={"serving_default": serving_model.serve.get_concrete_function()})
     logging.info("Exported the fine-tuned model to %s (signature serving_default).", export_dir)
     return export_dir

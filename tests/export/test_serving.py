@@ -33,3 +33,14 @@ def test_serving_signature_takes_the_input_names_and_returns_the_serving_fn_outp
     export_saved_model(model, signature, None, str(tmp_path / "without_fn"))
     served = tf.saved_model.load(str(tmp_path / "without_fn")).signatures["serving_default"]
     np.testing.assert_allclose(served(**inputs)["outputs"], expected, atol=1e-6)
+
+
+def test_each_weight_is_saved_once(tmp_path):
+    model = _model()
+    signature = {name: tf.TensorSpec([None, 3], tf.int32) for name in ("input_word_ids", "input_mask")}
+    export_saved_model(model, signature, None, str(tmp_path / "export"))
+    saved = tf.train.load_checkpoint(str(tmp_path / "export" / "variables" / "variables"))
+    names = [name for name in saved.get_variable_to_shape_map() if name != "_CHECKPOINTABLE_OBJECT_GRAPH"]
+    assert len(names) == len(model.weights)
+    assert sum(np.prod(shape) for name, shape in saved.get_variable_to_shape_map().items() if name in names) == (
+        model.count_params())
