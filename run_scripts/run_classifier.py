@@ -12,7 +12,7 @@ from absl import flags
 from albert_tf.tasks.text_classification import TextClassificationOptions, run_text_classification
 from albert_tf.training import host_allocator
 from data_gen.readers.labeled_text import FILE_FORMATS
-from run_scripts import entry, finetuning_flags
+from run_scripts import entry, finetuning_flags, training_flags
 
 FLAGS = flags.FLAGS
 # No original ALBERT script: the usual recipe for a new dataset (3 epochs, 10% warmup, 128 tokens).
@@ -47,6 +47,7 @@ flags.mark_flag_as_required("text_field")
 def main(argv):
     del argv
     host_allocator.prefer_training_defaults()
+    training_flags.time_compile_paths_in_child_process("run_scripts.run_classifier")
     options = TextClassificationOptions(
         finetuning_flags.finetuning_options(), text_field=FLAGS.text_field, label_field=FLAGS.label_field,
         text_b_field=FLAGS.text_b_field, train_file=FLAGS.train_file, eval_file=FLAGS.eval_file,

@@ -13,7 +13,7 @@ from absl import flags
 from albert_tf.tasks.glue import GlueOptions, run_glue
 from albert_tf.training import host_allocator
 from data_gen.readers import glue
-from run_scripts import entry, finetuning_flags
+from run_scripts import entry, finetuning_flags, training_flags
 
 FLAGS = flags.FLAGS
 finetuning_flags.define_finetuning_flags(
@@ -44,6 +44,7 @@ def glue_options() -> GlueOptions:
 def main(argv):
     del argv
     host_allocator.prefer_training_defaults()
+    training_flags.time_compile_paths_in_child_process("run_scripts.run_glue")
     finetuning_flags.run(run_glue, glue_options())
 
 

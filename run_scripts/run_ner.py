@@ -12,7 +12,7 @@ from absl import flags
 from albert_tf.tasks.ner import NerOptions, run_ner
 from albert_tf.training import host_allocator
 from data_gen.readers.tag_schemes import TAG_SCHEMES
-from run_scripts import entry, finetuning_flags
+from run_scripts import entry, finetuning_flags, training_flags
 
 FLAGS = flags.FLAGS
 # No original ALBERT script: the usual BERT CoNLL-2003 recipe (3 epochs, 10% warmup, 128 tokens).
@@ -33,6 +33,7 @@ flags.DEFINE_enum("tag_scheme", "iob1", list(TAG_SCHEMES),
 def main(argv):
     del argv
     host_allocator.prefer_training_defaults()
+    training_flags.time_compile_paths_in_child_process("run_scripts.run_ner")
     options = NerOptions(finetuning_flags.finetuning_options(), data_dir=FLAGS.data_dir, tag_scheme=FLAGS.tag_scheme,
                          tfds_name=FLAGS.tfds, tfds_data_dir=FLAGS.tfds_data_dir)
     finetuning_flags.run(run_ner, options)

@@ -17,7 +17,7 @@ from run_scripts import entry
 from run_scripts.option_flags import define_option_flags
 from run_scripts.original_flags import define_original_flags
 from run_scripts.training_flags import (define_compute_flags, define_distribution_flags,
-                                        recompute_blocks_from_flags)
+                                        recompute_blocks_from_flags, time_compile_paths_in_child_process)
 
 FLAGS = flags.FLAGS
 flags.DEFINE_string("albert_config_file", None, "The albert_config.json of the model to pretrain.")
@@ -59,6 +59,7 @@ flags.mark_flags_as_required(["input_file", "output_dir"])
 def main(argv):
     del argv
     host_allocator.prefer_training_defaults()
+    time_compile_paths_in_child_process("run_scripts.run_pretraining")
     if not FLAGS.do_train and not FLAGS.do_eval:
         raise app.UsageError("At least one of --do_train or --do_eval must be set.")
     config = load_config(FLAGS.albert_config_file, FLAGS.preset)

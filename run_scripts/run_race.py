@@ -10,7 +10,7 @@ from absl import flags
 
 from albert_tf.tasks.race import RaceOptions, run_race
 from albert_tf.training import host_allocator
-from run_scripts import entry, finetuning_flags, original_flags
+from run_scripts import entry, finetuning_flags, original_flags, training_flags
 
 FLAGS = flags.FLAGS
 _KEEP_CHECKPOINT_HINT = ("nothing to pass: the original never read it and kept every checkpoint, as "
@@ -34,6 +34,7 @@ flags.mark_flag_as_required("data_dir")
 def main(argv):
     del argv
     host_allocator.prefer_training_defaults()
+    training_flags.time_compile_paths_in_child_process("run_scripts.run_race")
     options = RaceOptions(finetuning_flags.finetuning_options(), data_dir=FLAGS.data_dir,
                           max_qa_length=FLAGS.max_qa_length, high_only=FLAGS.high_only, middle_only=FLAGS.middle_only)
     finetuning_flags.run(run_race, options)

@@ -28,7 +28,7 @@ from absl import flags
 
 from albert_tf.tasks.squad import SquadOptions, run_squad
 from albert_tf.training import host_allocator
-from run_scripts import entry, finetuning_flags, original_flags
+from run_scripts import entry, finetuning_flags, original_flags, training_flags
 
 FLAGS = flags.FLAGS
 finetuning_flags.define_finetuning_flags(max_seq_length=384, num_train_epochs=3.0,
@@ -68,6 +68,7 @@ def squad_options() -> SquadOptions:
 def main(argv):
     del argv
     host_allocator.prefer_training_defaults()
+    training_flags.time_compile_paths_in_child_process("run_scripts.run_squad")
     finetuning_flags.run(run_squad, squad_options())
 
 

@@ -4,12 +4,13 @@ A script calls the `define_*` functions at import, then reads the values as usua
 `recompute_blocks` setting comes from `recompute_blocks_from_flags()`.
 """
 
+import sys
 from typing import Union
 
 from absl import flags
 
 from albert_tf.layers.recomputation import recompute_setting
-from albert_tf.training.compile_choice import JIT_COMPILE_WORDS
+from albert_tf.training.compile_choice import JIT_COMPILE_WORDS, time_paths_in_child_process
 from albert_tf.training.distribution import STRATEGY_NAMES
 from albert_tf.training.training_settings import MIXED_PRECISION_POLICIES, TrainingSettings
 from run_scripts.option_flags import define_option_flags
@@ -80,3 +81,10 @@ def define_distribution_flags(flag_values: flags.FlagValues = flags.FLAGS) -> No
 def recompute_blocks_from_flags(flag_values: flags.FlagValues = flags.FLAGS) -> Union[bool, int]:
     """The models' `recompute_blocks` from --recompute_blocks and --num_recomputed_blocks."""
     return recompute_setting(flag_values.recompute_blocks, flag_values.num_recomputed_blocks)
+
+
+def time_compile_paths_in_child_process(module_name: str) -> None:
+    """Has `--jit_compile=auto`'s trial of both paths run this script (`module_name`) again, with the same
+    arguments, in a process of its own, so that the training process never holds both paths (for the scripts
+    whose first training step is their one training's)."""
+    time_paths_in_child_process([sys.executable, "-m", module_name, *sys.argv[1:]])

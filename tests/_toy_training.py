@@ -113,6 +113,7 @@ def main():
     parser.add_argument("--sigterm_at_step", type=int, default=0)
     parser.add_argument("--deterministic", action="store_true")
     parser.add_argument("--eval_examples", type=int, default=0)
+    parser.add_argument("--jit_compile", default="false")
     args = parser.parse_args()
     logging.set_verbosity(logging.INFO)
 
@@ -124,7 +125,7 @@ def main():
     strategy = distribution.get_strategy(args.strategy)
     trainer = build(strategy, args.model_dir, num_train_steps=args.num_train_steps, dropout_rate=args.dropout_rate,
                     steps_per_loop=args.steps_per_loop, save_checkpoints_steps=args.save_checkpoints_steps,
-                    log_every_steps=1)
+                    log_every_steps=1, jit_compile=args.jit_compile)
     if args.sigterm_at_step:
         threading.Thread(target=_send_sigterm_at, args=(trainer, args.sigterm_at_step), daemon=True).start()
     print("RESULT " + json.dumps(train_and_report(trainer, args.num_train_steps, args.global_batch_size,

@@ -12,9 +12,11 @@ certain, or where a measurement would cost more than it can save:
 - a run shorter than MIN_STEPS_FOR_TRIAL steps takes TensorFlow's kernels, which compile nothing.
 Everywhere else a few training steps of each path are timed on the first batch, as cuDNN's autotuning times its
 algorithms: one path, then the other, each compiled and warmed up before its timed rounds, and the first freed
-before the second compiles, so the trial's memory peak is the larger path's, not the two paths' sum. The choice
-is cached in a JSON file (`default_cache_path`) per device, CPU model, precision, model, batch shape and
-albert_tf's step code, so a resumed or repeated run takes the same path without measuring.
+before the second compiles, so the trial's memory peak is the larger path's, not the two paths' sum. A training
+script has the trial run in a process of its own (`time_paths_in_child_process`): the script again, with the same
+arguments, up to its first step, so the training process only ever holds the path it takes. The choice is cached
+in a JSON file (`default_cache_path`) per device, CPU model, precision, model, batch shape and albert_tf's step
+code, so a resumed or repeated run takes the same path without measuring.
 """
 
 import dataclasses
@@ -26,7 +28,7 @@ import platform
 import re
 import tempfile
 import time
-from typing import Callable, Dict, List, Optional, Union
+from typing import Callable, Dict, List, Optional, Sequence, Union
 
 import tensorflow as tf
 from absl import logging
@@ -48,6 +50,11 @@ TRIAL_ORDER = (False, True)
 # a shorter run would spend more than a tenth of its time choosing, more than the faster path could save.
 MIN_STEPS_FOR_TRIAL = 300
 PATH_NAMES = {True: "XLA", False: "TensorFlow's own kernels"}
+
+# Set in the process that a training script starts to time the paths for it: it measures, caches and exits.
+TRIAL_CHILD_VARIABLE = "ALBERT_TF_COMPILE_PATH_TRIAL"
+# The command of that process; None: the paths are timed in the training process.
+_trial_command: Optional[List[str]] = None
 
 _TRUE_WORDS = ("true", "t", "1", "yes", "y")
 _FALSE_WORDS = ("false", "f", "0", "no", "n")
@@ -220,6 +227,31 @@ def measure_paths(run_steps: Callable[[bool, int], None], free_path: Optional[Ca
     if combine is not None:
         ordered = combine(ordered)
     return dict(zip((True, False), ordered))
+
+
+def time_paths_in_child_process(command: Optional[Sequence[str]]) -> None:
+    """Has a trial of both paths run `command` in a process of its own, with TRIAL_CHILD_VARIABLE set: the
+    program again, which times the paths at its first training step, caches the faster and exits. The training
+    process then reads the choice from the cache and never holds the other path. None: time them in-process.
+
+    Example:
+    >>> time_paths_in_child_process(["python", "-m", "run_scripts.run_pretraining", "--output_dir=/tmp/p"])
+    >>> trial_command()[1:3]
+    ['-m', 'run_scripts.run_pretraining']
+    >>> time_paths_in_child_process(None)
+    """
+    global _trial_command
+    _trial_command = list(command) if command else None
+
+
+def trial_command() -> Optional[List[str]]:
+    """The command that times the paths in a child process, or None (none set, or this is that child)."""
+    return None if is_trial_child() else _trial_command
+
+
+def is_trial_child() -> bool:
+    """Whether this process was started to time the paths for a training process (`time_paths_in_child_process`)."""
+    return os.environ.get(TRIAL_CHILD_VARIABLE) == "1"
 
 
 def measured_choice(rates: Dict[bool, float]) -> JitCompileChoice:

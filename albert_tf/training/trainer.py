@@ -8,6 +8,11 @@ log are albert_tf.training.summaries. `jit_compile="auto"` takes the faster of X
 kernels (albert_tf.training.compile_choice).
 """
 
+import dataclasses
+import os
+import subprocess
+import sys
+
 import numpy as np
 import tensorflow as tf
 from absl import logging
@@ -206,6 +211,9 @@ class Trainer:
             self._jit_choice = self._choose_jit_compile(dataset_fn, global_batch_size, skip_steps, element_spec,
                                                         steps_left)
             logging.info("jit_compile=auto trains with %s.", self._jit_choice.describe())
+            if compile_choice.is_trial_child():
+                logging.info("This process was started to time the compile paths; it ends here.")
+                sys.exit(0)
         return self._train_step.loop_function(iter(dataset), element_spec, self._jit_choice.jit_compile)
 
     # ---- jit_compile="auto" -------------------------------------------------------------------------
@@ -227,6 +235,11 @@ class Trainer:
                                         float(choice is not None and not choice.jit_compile)])
         if choice is not None and held[int(not choice.jit_compile)] == 1.0:
             return choice
+        command = compile_choice.trial_command()
+        if command and not isinstance(self.strategy, tf.distribute.MultiWorkerMirroredStrategy):
+            choice = _measure_in_child_process(command, cache, key)
+            if choice is not None:
+                return choice
         choice = compile_choice.measured_choice(
             self._measure_paths(dataset_fn, global_batch_size, skip_steps, element_spec))
         cache.store(key, choice)
@@ -368,6 +381,26 @@ def _distribute(strategy, dataset_fn, global_batch_size, skip_steps, micro_batch
     # The strategies build every local pipeline here, so the element spec is known when this returns.
     dataset = strategy.distribute_datasets_from_function(dataset_for_pipeline)
     return dataset, element_specs[-1]
+
+
+def _measure_in_child_process(command, cache, key):
+    """The choice a child process running `command` measured and cached for `key`; None, with a warning, where it
+    failed or cached none (the caller then measures in this process)."""
+    logging.info("jit_compile=auto times both paths in a child process, so that this one holds only the path it "
+                 "takes: %s", " ".join(command))
+    environment = dict(os.environ, **{compile_choice.TRIAL_CHILD_VARIABLE: "1"})
+    result = subprocess.run(command, env=environment, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                            text=True, check=False)
+    choice = cache.lookup(key)
+    if result.returncode == 0 and choice is not None:
+        return dataclasses.replace(choice, decided_by="measurement",
+                                   reason=f"{choice.reason.split('; cached in ')[0]}, in a child process")
+    last_line = (result.stderr.strip().splitlines() or ["no output"])[-1]
+    problem = (f"failed (exit status {result.returncode}: {last_line})" if result.returncode
+               else "cached no choice for this run")
+    logging.warning("The compile-path trial in a child process %s; timing the paths in this process instead.",
+                    problem)
+    return None
 
 
 def _warn_if_xla_leaves_bfloat16_units_idle(strategy):

@@ -2,6 +2,7 @@
 import json
 import logging
 import os
+import sys
 
 import keras
 import numpy as np
@@ -330,6 +331,45 @@ def test_a_forced_path_neither_measures_nor_caches(tmp_path, cache_dir, monkeypa
         trainer.train(toy.train_dataset_fn, num_train_steps=1, global_batch_size=8)
     assert calls == []
     assert not os.path.exists(cache_dir / compile_choice.CACHE_FILE_NAME)
+
+
+def _toy_training_command(tmp_path, num_train_steps):
+    """The toy training of tests/_toy_training.py as a program of its own, its functions under their module name
+    (as the training scripts' are), so that its cache key is this process's."""
+    arguments = [f"--model_dir={tmp_path / 'child'}", f"--num_train_steps={num_train_steps}", "--jit_compile=auto"]
+    return [sys.executable, "-c", f"import sys; sys.argv[1:] = {arguments!r}; "
+                                  "from tests import _toy_training; _toy_training.main()"]
+
+
+@pytest.mark.slow
+def test_a_script_times_the_paths_in_a_child_process_and_holds_only_the_path_it_takes(tmp_path, cache_dir,
+                                                                                      monkeypatch, caplog):
+    monkeypatch.setattr(compile_choice, "_trial_command", _toy_training_command(tmp_path, num_train_steps=400))
+    trainer = _auto_trainer(tmp_path / "parent")
+    monkeypatch.setattr(trainer._train_step, "trial_function", None)  # this process times nothing
+    with caplog.at_level(logging.INFO):
+        train_steps = trainer.make_train_function(toy.train_dataset_fn, global_batch_size=8)
+    train_steps(2)
+
+    choice = trainer.jit_compile_choice
+    assert choice.decided_by == "measurement" and choice.reason.endswith(", in a child process")
+    assert set(choice.steps_per_second) == {"xla", "tensorflow"}
+    assert list(trainer._train_step._train_loops) == [choice.jit_compile]
+    assert "times both paths in a child process" in caplog.text
+    assert not (tmp_path / "child").exists() or not list((tmp_path / "child").glob("ckpt-*"))  # the child trained none
+
+
+def test_a_failed_child_trial_is_a_warning_and_the_paths_are_timed_here(tmp_path, cache_dir, monkeypatch, caplog,
+                                                                         trials_at_any_length):
+    monkeypatch.setattr(compile_choice, "describe_device", lambda strategy: CPU_WITHOUT_UNITS)
+    monkeypatch.setattr(compile_choice, "_trial_command", [sys.executable, "-c", "raise SystemExit('no memory')"])
+    calls = _stub_measurement(monkeypatch, {True: 1.0, False: 3.0})
+    trainer = _auto_trainer(tmp_path)
+    trainer.train(toy.train_dataset_fn, num_train_steps=2, global_batch_size=8)
+
+    assert (trainer.jit_compile_choice.jit_compile, trainer.jit_compile_choice.decided_by) == (False, "measurement")
+    assert len(calls) == 1
+    assert "The compile-path trial in a child process failed (exit status 1: no memory)" in caplog.text
 
 
 def _state(trainer):
