@@ -6,6 +6,7 @@ new ones (google-research/albert#243). Predictions come from this run's best che
 `prediction_checkpoint` says.
 """
 
+import functools
 import json
 import os
 import re
@@ -21,17 +22,28 @@ from albert_tf.tasks import dynamic_padding
 from albert_tf.tasks.finetuning_options import FinetuningOptions, resolve_checkpoints_kept
 from albert_tf.tasks.finetuning_task import EXAMPLE_INDEX, DataSplit, FinetuningTask, Outputs
 
+# The feature that carries each example's place in its split through a prediction sorted by length.
+POSITION = "prediction_position"
 BEST_DIR_NAME = "best"
 BEST_CHECKPOINT_NAME = "ckpt-best"
 
 
 def predict_split(trainer, split: DataSplit, batch_size: int, predict_fn,
                   sequence_features: Sequence[str] = ()) -> Outputs:
-    """`predict_fn`'s outputs over `split`, in example order, checked to hold a row per example; each batch's
-    `sequence_features` cut to its longest member (dynamic_padding)."""
-    outputs = trainer.predict(_finite_dataset_fn(split, sequence_features), predict_fn, batch_size)
+    """`predict_fn`'s outputs over `split`, in example order, checked to hold a row per example.
+
+    With `sequence_features` (dynamic padding) each window of GROUP_WINDOW_BATCHES batches is predicted sorted by
+    length, so that each batch, cut to its longest member, holds examples of similar length; the outputs are put
+    back in the examples' order.
+    """
+    sort = bool(sequence_features)
+    outputs = trainer.predict(_finite_dataset_fn(split, sequence_features, sort),
+                              _keeping_positions(predict_fn) if sort else predict_fn, batch_size)
     if not outputs:
         outputs = _empty_outputs(trainer.model, split, predict_fn)
+    elif sort:
+        order = np.argsort(outputs.pop(POSITION), kind="stable")
+        outputs = {name: value[order] for name, value in outputs.items()}
     if EXAMPLE_INDEX in outputs:
         order = np.argsort(outputs[EXAMPLE_INDEX], kind="stable")
         outputs = {name: value[order] for name, value in outputs.items()}
@@ -42,17 +54,32 @@ def predict_split(trainer, split: DataSplit, batch_size: int, predict_fn,
     return outputs
 
 
-def _finite_dataset_fn(split: DataSplit, sequence_features: Sequence[str] = ()):
+def _finite_dataset_fn(split: DataSplit, sequence_features: Sequence[str] = (), sort_by_length: bool = False):
     def dataset_fn(input_context, batch_size, skip_batches):
         data = split.dataset()
+        if sort_by_length:
+            # Numbered before sharding, so that every worker's outputs go back to one order.
+            data = data.enumerate().map(lambda position, example: dict(example, **{POSITION: position}))
         if input_context is not None and input_context.num_input_pipelines > 1:
             data = data.shard(input_context.num_input_pipelines, input_context.input_pipeline_id)
+        if sort_by_length:
+            data = dynamic_padding.sort_by_length(data, batch_size * dynamic_padding.GROUP_WINDOW_BATCHES)
         data = data.batch(batch_size).skip(skip_batches)
         if sequence_features:
             data = data.map(lambda batch: dynamic_padding.trim_to_longest(batch, sequence_features))
         return data.prefetch(tf.data.AUTOTUNE)
 
     return dataset_fn
+
+
+@functools.lru_cache(maxsize=None)
+def _keeping_positions(predict_fn):
+    # One function per predict_fn, so that the Trainer traces it once, not at every evaluation.
+    def predict(model, batch):
+        outputs = predict_fn(model, {name: value for name, value in batch.items() if name != POSITION})
+        return dict(outputs, **{POSITION: batch[POSITION]})
+
+    return predict
 
 
 def _empty_outputs(model, split, predict_fn) -> Outputs:

@@ -8,7 +8,8 @@ padding (input_mask 0) in every example, which the model masks at -10000, so eac
 the padded batch to float rounding. `pad_to_max_seq_length` (and a TPU, which needs fixed shapes) keeps the full
 length. A task whose outputs run along the sequence names them with their padding values
 (`FinetuningTask.sequence_outputs`): they come back at max_seq_length, so batches of different lengths line up.
-`group_by_length` (training, on request) draws each batch from examples of similar length, so that less is padded.
+`group_by_length` (training, on request) draws each batch from examples of similar length, so that less is padded;
+evaluation and prediction do so always (`sort_by_length`), and put their outputs back in the examples' order.
 
 Example:
 >>> batch = {"input_word_ids": tf.constant([[2, 7, 3, 0, 0, 0]]), "input_mask": tf.constant([[1, 1, 1, 0, 0, 0]]),
@@ -75,6 +76,25 @@ def example_lengths(input_mask: tf.Tensor) -> tf.Tensor:
     return tf.reduce_max(tf.reshape(used, [tf.shape(used)[0], -1]), axis=-1)
 
 
+def sort_by_length(examples: tf.data.Dataset, window_size: int) -> tf.data.Dataset:
+    """Unbatched `examples` (with an `input_mask`) with each window of `window_size` examples sorted by length,
+    longest first (stable): the same examples, in an order whose batches hold examples of similar length.
+
+    Example:
+    >>> masks = [[1] * n + [0] * (8 - n) for n in (1, 7, 2, 8, 3)]
+    >>> data = sort_by_length(tf.data.Dataset.from_tensor_slices({"input_mask": masks}), 3)
+    >>> [int(example_lengths(example["input_mask"][None])[0]) for example in data]
+    [7, 2, 1, 8, 3]
+    """
+
+    def sorted_window(window):
+        order = tf.argsort(example_lengths(window["input_mask"]), direction="DESCENDING", stable=True)
+        return tf.data.Dataset.from_tensor_slices(tf.nest.map_structure(lambda value: tf.gather(value, order),
+                                                                        window))
+
+    return examples.batch(window_size).flat_map(sorted_window)
+
+
 def group_by_length(examples: tf.data.Dataset, batch_size: int,
                     window_batches: int = GROUP_WINDOW_BATCHES) -> tf.data.Dataset:
     """Batches of `batch_size` from unbatched `examples` (with an `input_mask`), each window of `window_batches`
@@ -88,14 +108,7 @@ def group_by_length(examples: tf.data.Dataset, batch_size: int,
     >>> [example_lengths(batch["input_mask"]).numpy().tolist() for batch in group_by_length(data, 2, 3)]
     [[8, 7], [6, 3], [2, 1]]
     """
-
-    def sorted_window(window):
-        order = tf.argsort(example_lengths(window["input_mask"]), direction="DESCENDING", stable=True)
-        return tf.data.Dataset.from_tensor_slices(tf.nest.map_structure(lambda value: tf.gather(value, order),
-                                                                        window))
-
-    window = examples.batch(batch_size * window_batches).flat_map(sorted_window)
-    return window.batch(batch_size, drop_remainder=True)
+    return sort_by_length(examples, batch_size * window_batches).batch(batch_size, drop_remainder=True)
 
 
 def prediction_function(task, sequence_features: Sequence[str]) -> Callable:

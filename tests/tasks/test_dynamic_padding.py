@@ -7,7 +7,7 @@ import pytest
 import tensorflow as tf
 
 from albert_tf.models.encoder import INPUT_NAMES
-from albert_tf.tasks import dynamic_padding, finetuning
+from albert_tf.tasks import checkpoint_evaluation, dynamic_padding, finetuning
 from albert_tf.tasks.finetuning_options import FinetuningOptions
 from albert_tf.tasks.finetuning_task import DataSplit, FinetuningTask
 from albert_tf.tasks.ner import NerOptions, run_ner
@@ -71,6 +71,43 @@ def test_grouping_by_length_batches_each_shuffled_window_longest_first_with_the_
     assert (np.diff(flat) <= 0).all()
     # Grouped batches pad less: the sum of each batch's longest over the window.
     assert sum(map(max, grouped_lengths)) < 0.7 * sum(map(max, plain_lengths))
+
+
+class _EagerTrainer:
+    """Trainer.predict's contract, eagerly: predict_fn over dataset_fn's batches, outputs concatenated."""
+
+    model = None
+
+    def __init__(self):
+        self.batch_lengths = []
+
+    def predict(self, dataset_fn, predict_fn, global_batch_size):
+        chunks = []
+        for batch in dataset_fn(None, global_batch_size, 0):
+            self.batch_lengths.append(int(batch["input_mask"].shape[-1]))
+            chunks.append(predict_fn(self.model, batch))
+        return {name: np.concatenate([chunk[name].numpy() for chunk in chunks]) for name in chunks[0]}
+
+
+def test_prediction_sorts_each_window_by_length_and_returns_the_examples_order():
+    lengths = np.random.default_rng(1).integers(1, 64, size=300)
+    masks = np.array([[1] * length + [0] * (64 - length) for length in lengths], np.int32)
+    split = DataSplit("dev", lambda: tf.data.Dataset.from_tensor_slices(
+        {"input_word_ids": masks * 7, "input_mask": masks, "input_type_ids": np.zeros_like(masks),
+         "row": np.arange(300)}), 300)
+
+    def predict_fn(model, batch):
+        return {"row": batch["row"], "length": dynamic_padding.example_lengths(batch["input_mask"])}
+
+    sorted_trainer, plain_trainer = _EagerTrainer(), _EagerTrainer()
+    sorted_outputs = checkpoint_evaluation.predict_split(sorted_trainer, split, 8, predict_fn, INPUT_NAMES)
+    plain_outputs = checkpoint_evaluation.predict_split(plain_trainer, split, 8, predict_fn)
+    assert sorted_outputs.keys() == {"row", "length"}
+    np.testing.assert_array_equal(sorted_outputs["row"], np.arange(300))
+    np.testing.assert_array_equal(sorted_outputs["length"], lengths)
+    np.testing.assert_array_equal(plain_outputs["row"], np.arange(300))
+    assert sum(sorted_trainer.batch_lengths) < 0.7 * 64 * len(plain_trainer.batch_lengths)
+    assert len(sorted_trainer.batch_lengths) == len(plain_trainer.batch_lengths) == 38
 
 
 def _finetuning_options(tmp_path, name, tokenizer, **changes):
