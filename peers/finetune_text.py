@@ -14,7 +14,6 @@ import time: the transformers child would otherwise carry TensorFlow's memory in
 """
 
 import importlib
-import json
 import platform
 import sys
 import time
@@ -22,7 +21,7 @@ from typing import Callable, Dict, Tuple
 
 import numpy as np
 
-from albert_tf.benchmarking.peer_protocol import PRECISIONS, RECORD_MARKER, peak_rss_mb
+from albert_tf.benchmarking.peer_protocol import PRECISIONS, peak_rss_mb, run_peer_child
 
 WEIGHT_DECAY_RATE = 0.01
 ADAM_EPSILON = 1e-6
@@ -184,15 +183,8 @@ def run_peer_finetuning(peer: str, precision: str, spec: dict) -> dict:
 
 
 def main(argv):
-    """The child's entry: `python -m peers.finetune_text PEER PRECISION SPEC_JSON`.
-
-    The spec's "extra_paths" (where `make peers` installed keras-hub) go at the end of this process's path only,
-    after site-packages, so nothing there can shadow the environment's own packages.
-    """
-    peer, precision, spec = argv
-    spec = json.loads(spec)
-    sys.path.extend(spec.get("extra_paths", []))
-    print(RECORD_MARKER + json.dumps(run_peer_finetuning(peer, precision, spec)))
+    """The child's entry: `python -m peers.finetune_text PEER PRECISION SPEC_JSON` (peer_protocol.run_peer_child)."""
+    run_peer_child(argv, run_peer_finetuning)
 
 
 if __name__ == "__main__":

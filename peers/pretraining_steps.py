@@ -13,7 +13,6 @@ TensorFlow's memory in its peak RSS. The child gets plain JSON (sizes, the trans
 batch as an .npz file, so every configuration trains on the same bytes.
 """
 
-import json
 import platform
 import sys
 import time
@@ -21,7 +20,7 @@ from typing import Callable, Dict, Tuple
 
 import numpy as np
 
-from albert_tf.benchmarking.peer_protocol import PEERS, PRECISIONS, RECORD_MARKER, peak_rss_mb
+from albert_tf.benchmarking.peer_protocol import PEERS, PRECISIONS, peak_rss_mb, run_peer_child
 
 WEIGHT_DECAY_RATE = 0.01
 ADAM_EPSILON = 1e-6
@@ -201,15 +200,8 @@ def run_peer_step(peer: str, precision: str, spec: dict) -> dict:
 
 
 def main(argv):
-    """The child's entry: `python -m peers.pretraining_steps PEER PRECISION SPEC_JSON`.
-
-    The spec's "extra_paths" (where `make peers` installed keras-hub) go at the end of this process's path only,
-    after site-packages, so nothing there can shadow the environment's own packages.
-    """
-    peer, precision, spec = argv
-    spec = json.loads(spec)
-    sys.path.extend(spec.get("extra_paths", []))
-    print(RECORD_MARKER + json.dumps(run_peer_step(peer, precision, spec)))
+    """The child's entry: `python -m peers.pretraining_steps PEER PRECISION SPEC_JSON` (peer_protocol.run_peer_child)."""
+    run_peer_child(argv, run_peer_step)
 
 
 if __name__ == "__main__":

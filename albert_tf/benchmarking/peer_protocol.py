@@ -2,14 +2,20 @@
 pretraining_steps.py, in the repository beside the installed packages) agree on: the peers, the precisions, the
 line that carries a step's record and how a child reads its peak memory.
 
-It imports nothing but the standard library, so a peer's child process reads it without TensorFlow.
+It imports the standard library and albert_tf.training.host_allocator, which imports no TensorFlow, so a peer's
+child process reads it without TensorFlow.
 
 Example:
 >>> PEERS, PRECISIONS
 (('keras-hub', 'transformers'), ('float32', 'bfloat16'))
 """
 
+import json
 import resource
+import sys
+from typing import Callable, Sequence
+
+from albert_tf.training.host_allocator import process_status_bytes
 
 PEERS = ("keras-hub", "transformers")
 PRECISIONS = ("float32", "bfloat16")
@@ -25,11 +31,20 @@ def peak_rss_mb() -> float:
     >>> 0 < peak_rss_mb() < 1e6
     True
     """
-    try:
-        with open("/proc/self/status", encoding="ascii") as status:
-            for line in status:
-                if line.startswith("VmHWM:"):
-                    return int(line.split()[1]) * 1024 / 1e6
-    except OSError:
-        pass
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024 / 1e6
+    high_water_mark = process_status_bytes("VmHWM")
+    if high_water_mark is None:
+        high_water_mark = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+    return high_water_mark / 1e6
+
+
+def run_peer_child(argv: Sequence[str], run: Callable[[str, str, dict], dict]) -> None:
+    """The entry of a peer's child process, `python -m peers.<module> PEER PRECISION SPEC_JSON`: prints
+    `run(peer, precision, spec)`'s record after RECORD_MARKER.
+
+    The spec's "extra_paths" (where `make peers` installed keras-hub) go at the end of this process's path only,
+    after site-packages, so nothing there can shadow the environment's own packages.
+    """
+    peer, precision, spec = argv
+    spec = json.loads(spec)
+    sys.path.extend(spec.get("extra_paths", []))
+    print(RECORD_MARKER + json.dumps(run(peer, precision, spec)))
