@@ -22,10 +22,8 @@ from typing import Callable, Dict, Tuple
 import numpy as np
 
 from albert_tf.benchmarking.peer_protocol import PRECISIONS, peak_rss_mb, run_peer_child
+from peers.peer_models import CLIP_NORM, keras_adamw, keras_hub_backbone, torch_adamw
 
-WEIGHT_DECAY_RATE = 0.01
-ADAM_EPSILON = 1e-6
-CLIP_NORM = 1.0
 _IMPORTS = {"transformers": ("torch", "transformers"), "keras-hub": ("tensorflow", "keras", "keras_hub")}
 
 
@@ -53,13 +51,7 @@ def _transformers_run(spec: dict, precision: str, data: Dict[str, np.ndarray]) -
                                            collate_fn=collator)
 
     train_batches, dev_batches = loader(train, shuffle=True), loader(dev, shuffle=False)
-    no_decay = ("LayerNorm", "bias")
-    named = list(model.named_parameters())
-    optimizer = torch.optim.AdamW(
-        [{"params": [p for name, p in named if not any(part in name for part in no_decay)],
-          "weight_decay": WEIGHT_DECAY_RATE},
-         {"params": [p for name, p in named if any(part in name for part in no_decay)], "weight_decay": 0.0}],
-        lr=spec["learning_rate"], eps=ADAM_EPSILON)
+    optimizer = torch_adamw(model, spec["learning_rate"])
 
     def autocast():
         return torch.autocast("cpu", dtype=torch.bfloat16, enabled=precision == "bfloat16")
@@ -94,20 +86,9 @@ def _keras_hub_run(spec: dict, precision: str, data: Dict[str, np.ndarray]) -> T
     policy = "mixed_bfloat16" if precision == "bfloat16" else "float32"
     keras.mixed_precision.set_global_policy(policy)
     keras.utils.set_random_seed(spec["seed"])
-    config = spec["config"]
-    backbone = keras_hub.models.AlbertBackbone(
-        vocabulary_size=config["vocab_size"], num_layers=config["num_hidden_layers"],
-        num_heads=config["num_attention_heads"], embedding_dim=config["embedding_size"],
-        hidden_dim=config["hidden_size"], intermediate_dim=config["intermediate_size"],
-        num_groups=config["num_hidden_groups"], num_inner_repetitions=config["inner_group_num"],
-        dropout=config["hidden_dropout_prob"], max_sequence_length=config["max_position_embeddings"],
-        num_segments=config["type_vocab_size"])
-    classifier = keras_hub.models.AlbertTextClassifier(backbone, spec["num_labels"], preprocessor=None,
-                                                       dropout=spec["classifier_dropout"])
-    optimizer = keras.optimizers.AdamW(learning_rate=spec["learning_rate"], weight_decay=WEIGHT_DECAY_RATE,
-                                       epsilon=ADAM_EPSILON, global_clipnorm=CLIP_NORM)
-    optimizer.exclude_from_weight_decay(var_names=["gamma", "beta", "bias"])
-    classifier.compile(optimizer=optimizer)
+    classifier = keras_hub.models.AlbertTextClassifier(keras_hub_backbone(spec["config"]), spec["num_labels"],
+                                                       preprocessor=None, dropout=spec["classifier_dropout"])
+    classifier.compile(optimizer=keras_adamw(spec["learning_rate"]))
 
     def features(split):
         return {"token_ids": data[f"{split}_input_word_ids"], "segment_ids": data[f"{split}_input_type_ids"],
@@ -183,7 +164,7 @@ def run_peer_finetuning(peer: str, precision: str, spec: dict) -> dict:
 
 
 def main(argv):
-    """The child's entry: `python -m peers.finetune_text PEER PRECISION SPEC_JSON` (peer_protocol.run_peer_child)."""
+    """The child's entry, `python -m peers.finetune_text PEER PRECISION SPEC_JSON` (peer_protocol.run_peer_child)."""
     run_peer_child(argv, run_peer_finetuning)
 
 

@@ -21,10 +21,8 @@ from typing import Callable, Dict, Tuple
 import numpy as np
 
 from albert_tf.benchmarking.peer_protocol import PEERS, PRECISIONS, peak_rss_mb, run_peer_child
+from peers.peer_models import CLIP_NORM, keras_adamw, keras_hub_backbone, torch_adamw
 
-WEIGHT_DECAY_RATE = 0.01
-ADAM_EPSILON = 1e-6
-CLIP_NORM = 1.0
 # Ours' pretraining loss adds this to the weight sum (albert_tf/training/pretraining_losses.py).
 MLM_DENOMINATOR_EPSILON = 1e-5
 LAYER_NORM_EPSILON = 1e-12
@@ -39,13 +37,7 @@ def _keras_hub_step(spec: dict, precision: str, batch: Dict[str, np.ndarray]) ->
 
     keras.mixed_precision.set_global_policy("mixed_bfloat16" if precision == "bfloat16" else "float32")
     config = spec["config"]
-    backbone = keras_hub.models.AlbertBackbone(
-        vocabulary_size=config["vocab_size"], num_layers=config["num_hidden_layers"],
-        num_heads=config["num_attention_heads"], embedding_dim=config["embedding_size"],
-        hidden_dim=config["hidden_size"], intermediate_dim=config["intermediate_size"],
-        num_groups=config["num_hidden_groups"], num_inner_repetitions=config["inner_group_num"],
-        dropout=config["hidden_dropout_prob"], max_sequence_length=config["max_position_embeddings"],
-        num_segments=config["type_vocab_size"])
+    backbone = keras_hub_backbone(config)
     initializer = keras.initializers.TruncatedNormal(stddev=INITIALIZER_RANGE)
 
     class MaskedLMHead(keras.layers.Layer):
@@ -82,9 +74,7 @@ def _keras_hub_step(spec: dict, precision: str, batch: Dict[str, np.ndarray]) ->
         "mlm_logits": MaskedLMHead(backbone.token_embedding, name="mlm")(
             (encoded["sequence_output"], inputs["masked_lm_positions"])),
         "sop_logits": keras.layers.Dense(2, kernel_initializer=initializer, name="sop")(encoded["pooled_output"])})
-    optimizer = keras.optimizers.AdamW(learning_rate=spec["learning_rate"], weight_decay=WEIGHT_DECAY_RATE,
-                                       epsilon=ADAM_EPSILON, global_clipnorm=CLIP_NORM)
-    optimizer.exclude_from_weight_decay(var_names=["gamma", "beta", "bias"])
+    optimizer = keras_adamw(spec["learning_rate"])
     features = {"token_ids": batch["input_word_ids"], "segment_ids": batch["input_type_ids"],
                 "padding_mask": batch["input_mask"], "masked_lm_positions": batch["masked_lm_positions"]}
     features = {name: tf.constant(value) for name, value in features.items()}
@@ -124,13 +114,7 @@ def _transformers_step(spec: dict, precision: str, batch: Dict[str, np.ndarray])
 
     model = transformers.AlbertForPreTraining(transformers.AlbertConfig(**spec["hf_config"]))
     model.train()
-    no_decay = ("LayerNorm", "bias")
-    named = list(model.named_parameters())
-    optimizer = torch.optim.AdamW(
-        [{"params": [p for name, p in named if not any(part in name for part in no_decay)],
-          "weight_decay": WEIGHT_DECAY_RATE},
-         {"params": [p for name, p in named if any(part in name for part in no_decay)], "weight_decay": 0.0}],
-        lr=spec["learning_rate"], eps=ADAM_EPSILON)
+    optimizer = torch_adamw(model, spec["learning_rate"])
     tensors = {name: torch.from_numpy(value) for name, value in batch.items()}
     hidden_size = spec["config"]["hidden_size"]
     positions = tensors["masked_lm_positions"].long().unsqueeze(-1).expand(-1, -1, hidden_size)
@@ -200,7 +184,8 @@ def run_peer_step(peer: str, precision: str, spec: dict) -> dict:
 
 
 def main(argv):
-    """The child's entry: `python -m peers.pretraining_steps PEER PRECISION SPEC_JSON` (peer_protocol.run_peer_child)."""
+    """The child's entry, `python -m peers.pretraining_steps PEER PRECISION SPEC_JSON`: peer_protocol's
+    run_peer_child."""
     run_peer_child(argv, run_peer_step)
 
 
