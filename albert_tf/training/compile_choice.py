@@ -374,11 +374,18 @@ class ChoiceCache:
 
     def lookup(self, key: Dict[str, object]) -> Optional[JitCompileChoice]:
         """The choice cached for `key`, or None."""
+        stored = self.measurement(key)
+        if stored is None:
+            return None
+        return dataclasses.replace(stored, decided_by="cache", reason=f"{stored.reason}; cached in {self.path}")
+
+    def measurement(self, key: Dict[str, object]) -> Optional[JitCompileChoice]:
+        """The measured choice stored for `key`, as it was measured, or None."""
         entry = self._read().get(_fingerprint(key))
         if not isinstance(entry, dict) or not isinstance(entry.get("jit_compile"), bool):
             return None
-        return JitCompileChoice(entry["jit_compile"], "cache", f"{entry.get('reason', 'measured before')}; "
-                                f"cached in {self.path}", entry.get("steps_per_second"))
+        return JitCompileChoice(entry["jit_compile"], "measurement", entry.get("reason", "measured before"),
+                                entry.get("steps_per_second"))
 
     def store(self, key: Dict[str, object], choice: JitCompileChoice) -> None:
         """Adds `choice` for `key` (atomically: a concurrent reader sees the old file or the new one)."""

@@ -391,10 +391,9 @@ def _measure_in_child_process(command, cache, key):
     environment = dict(os.environ, **{compile_choice.TRIAL_CHILD_VARIABLE: "1"})
     result = subprocess.run(command, env=environment, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
                             text=True, check=False)
-    choice = cache.lookup(key)
+    choice = cache.measurement(key)
     if result.returncode == 0 and choice is not None:
-        return dataclasses.replace(choice, decided_by="measurement",
-                                   reason=f"{choice.reason.split('; cached in ')[0]}, in a child process")
+        return dataclasses.replace(choice, reason=f"{choice.reason}, in a child process")
     last_line = (result.stderr.strip().splitlines() or ["no output"])[-1]
     problem = (f"failed (exit status {result.returncode}: {last_line})" if result.returncode
                else "cached no choice for this run")
