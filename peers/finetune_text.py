@@ -21,7 +21,7 @@ from typing import Callable, Dict, Tuple
 
 import numpy as np
 
-from albert_tf.benchmarking.peer_protocol import PRECISIONS, peak_rss_mb, run_peer_child
+from albert_tf.benchmarking.peer_protocol import check_peer_run, peak_rss_mb, run_peer_child
 from peers.peer_models import CLIP_NORM, keras_adamw, keras_hub_backbone, torch_adamw
 
 _IMPORTS = {"transformers": ("torch", "transformers"), "keras-hub": ("tensorflow", "keras", "keras_hub")}
@@ -132,10 +132,7 @@ def run_peer_finetuning(peer: str, precision: str, spec: dict) -> dict:
     "num_labels", "ids_file" (an .npz of the train and dev features), "spm_model_file", "batch_size",
     "learning_rate", "classifier_dropout", "timed_epochs", "seed" and "group_by_length".
     """
-    if peer not in _RUNS:
-        raise ValueError(f"Unknown finetune_text peer {peer!r}; allowed: {', '.join(_RUNS)}.")
-    if precision not in PRECISIONS:
-        raise ValueError(f"Unknown peer precision {precision!r}; allowed: {', '.join(PRECISIONS)}.")
+    check_peer_run(peer, precision, tuple(_RUNS), what="finetune_text peer")
     with np.load(spec["ids_file"]) as arrays:
         data = {name: arrays[name] for name in arrays.files}
     start = time.perf_counter()

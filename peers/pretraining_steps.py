@@ -20,7 +20,7 @@ from typing import Callable, Dict, Tuple
 
 import numpy as np
 
-from albert_tf.benchmarking.peer_protocol import PEERS, PRECISIONS, peak_rss_mb, run_peer_child
+from albert_tf.benchmarking.peer_protocol import PEERS, check_peer_run, peak_rss_mb, run_peer_child
 from peers.peer_models import CLIP_NORM, keras_adamw, keras_hub_backbone, torch_adamw
 
 # Ours' pretraining loss adds this to the weight sum (albert_tf/training/pretraining_losses.py).
@@ -159,10 +159,7 @@ def run_peer_step(peer: str, precision: str, spec: dict) -> dict:
     `first_loss` is the first step's loss, `loss` the last timed one's; `peak_rss_mb` is the process's
     high-water mark (imports, model, warmup and steps), as our workloads' records report it.
     """
-    if peer not in _STEPS:
-        raise ValueError(f"Unknown peer {peer!r}; allowed: {', '.join(PEERS)}.")
-    if precision not in PRECISIONS:
-        raise ValueError(f"Unknown peer precision {precision!r}; allowed: {', '.join(PRECISIONS)}.")
+    check_peer_run(peer, precision, PEERS)
     with np.load(spec["batch_file"]) as arrays:
         batch = {name: arrays[name] for name in arrays.files}
     start = time.perf_counter()

@@ -37,6 +37,19 @@ def peak_rss_mb() -> float:
     return high_water_mark / 1e6
 
 
+def check_peer_run(peer: str, precision: str, peers: Sequence[str], what: str = "peer") -> None:
+    """Fails, naming the value, unless `peer` is one of `peers` (called `what` in the message) and `precision`
+    one of PRECISIONS.
+
+    Example:
+    >>> check_peer_run("transformers", "bfloat16", PEERS)
+    """
+    if peer not in peers:
+        raise ValueError(f"Unknown {what} {peer!r}; allowed: {', '.join(peers)}.")
+    if precision not in PRECISIONS:
+        raise ValueError(f"Unknown peer precision {precision!r}; allowed: {', '.join(PRECISIONS)}.")
+
+
 def run_peer_child(argv: Sequence[str], run: Callable[[str, str, dict], dict]) -> None:
     """The entry of a peer's child process, `python -m peers.<module> PEER PRECISION SPEC_JSON`: prints
     `run(peer, precision, spec)`'s record after RECORD_MARKER.
