@@ -5,7 +5,8 @@
         --export_path=/tmp/albert_hub
 
 Loading the encoder needs only TensorFlow; the preprocessor also needs `import tensorflow_text`. `--tflite` and
-`--onnx` also write the encoder as `encoder_<variant>.tflite` and `encoder.onnx` beside encoder/.
+`--onnx` also write the encoder as `encoder_<variant>.tflite` and `encoder.onnx` beside encoder/, and
+`--onnx_optimize` `encoder_optimized.onnx`, fused for onnxruntime's CPU kernels.
 """
 
 from absl import app, flags, logging
@@ -60,7 +61,7 @@ def main(argv):
         FLAGS.export_path, _config(), FLAGS.spm_model_file, init_checkpoint=FLAGS.init_checkpoint,
         do_lower_case=FLAGS.do_lower_case, seq_length=FLAGS.seq_length, allow_random_init=FLAGS.allow_random_init,
         digit_comma_rule=FLAGS.digit_comma_rule, overwrite=FLAGS.overwrite, tflite_variants=tflite_variants(),
-        tflite_seq_length=FLAGS.tflite_seq_length, onnx=FLAGS.onnx)
+        tflite_seq_length=FLAGS.tflite_seq_length, onnx=FLAGS.onnx, onnx_optimize=FLAGS.onnx_optimize)
     logging.info("Wrote %s and %s.", encoder_dir, preprocessor_dir)
 
 

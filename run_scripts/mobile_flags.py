@@ -9,7 +9,7 @@ flags.disclaim_key_flags()
 
 
 def define_mobile_export_flags(default_seq_length_help: str, flag_values: flags.FlagValues = flags.FLAGS) -> None:
-    """--tflite, --tflite_variants, --tflite_seq_length and --onnx."""
+    """--tflite, --tflite_variants, --tflite_seq_length, --onnx and --onnx_optimize."""
     flags.DEFINE_bool(
         "tflite", False, "Also write TFLite models beside the SavedModel (<dir>_<variant>.tflite). They take the "
         "integer inputs input_word_ids, input_mask and input_type_ids, not raw text: in-graph tokenization "
@@ -23,6 +23,11 @@ def define_mobile_export_flags(default_seq_length_help: str, flag_values: flags.
     flags.DEFINE_bool(
         "onnx", False, "Also write <dir>.onnx with tf2onnx (the onnx extra: `make onnx`, then .venv/onnx on "
         "PYTHONPATH).", flag_values=flag_values)
+    flags.DEFINE_bool(
+        "onnx_optimize", False, "With --onnx, also write <dir>_optimized.onnx for CPU serving in onnxruntime: its "
+        "transformer optimizer fuses each attention layer, LayerNorm, the embeddings and GELU into onnxruntime's "
+        "kernels (the same outputs to float rounding), and the shared block's weights stay stored once.",
+        flag_values=flag_values)
 
 
 def tflite_variants(flag_values: flags.FlagValues = flags.FLAGS):

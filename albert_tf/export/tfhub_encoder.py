@@ -33,8 +33,7 @@ from albert_tf.checkpoints.hub_module import ALBERT_CONFIG_ASSET, SPM_MODEL_ASSE
 from albert_tf.checkpoints.loading import load_weights
 from albert_tf.checkpoints.tf1_names import encoder_variable_map
 from albert_tf.config import AlbertConfig
-from albert_tf.export.mobile import check_mobile_paths_free, export_mobile_models
-from albert_tf.export.onnx_export import require_tf2onnx
+from albert_tf.export.mobile import check_mobile_paths_free, check_onnx_request, export_mobile_models
 from albert_tf.export.preprocessor import DEFAULT_SEQ_LENGTH, export_preprocessor
 from albert_tf.export.saved_objects import AutoTrackable, Untracked, check_file, tf_variables
 from albert_tf.export.tflite import ENCODER_TFLITE_OUTPUTS, check_tflite_variants
@@ -226,14 +225,15 @@ def export_hub_modules(export_path: str, config: AlbertConfig, spm_model_file: s
                        seq_length: int = DEFAULT_SEQ_LENGTH, allow_random_init: bool = False,
                        overwrite: bool = False, digit_comma_rule: str = DEFAULT_DIGIT_COMMA_RULE,
                        tflite_variants: Sequence[str] = (), tflite_seq_length: Optional[int] = None,
-                       onnx: bool = False) -> Tuple[str, str]:
+                       onnx: bool = False, onnx_optimize: bool = False) -> Tuple[str, str]:
     """Writes `<export_path>/encoder` and `<export_path>/preprocessor`; returns both paths.
 
     The preprocessor tokenizes with `do_lower_case` and `digit_comma_rule` (`albert_tf.tokenization`).
     `tflite_variants` (some of `albert_tf.export.tflite.TFLITE_VARIANTS`) also writes the encoder as
     `<export_path>/encoder_<variant>.tflite`, returning pooled_output and sequence_output at a fixed
     `tflite_seq_length` (default `seq_length`); `onnx` writes `<export_path>/encoder.onnx` (tf2onnx, the
-    `onnx` extra). Both take the integer inputs, not text (`albert_tf.export.mobile`).
+    `onnx` extra), and `onnx_optimize` also `<export_path>/encoder_optimized.onnx`, fused for onnxruntime's CPU
+    kernels. Both take the integer inputs, not text (`albert_tf.export.mobile`).
 
     The weights come from `init_checkpoint` (any format `loading.load_weights` reads). A
     checkpoint without the masked-LM head (a fine-tuned model, a bare encoder) gives an encoder
@@ -258,10 +258,9 @@ def export_hub_modules(export_path: str, config: AlbertConfig, spm_model_file: s
         if tflite_seq_length > config.max_position_embeddings:
             raise ValueError(f"tflite_seq_length={tflite_seq_length} exceeds the model's max_position_embeddings="
                              f"{config.max_position_embeddings}.")
-    if onnx:
-        require_tf2onnx()
+    check_onnx_request(onnx, onnx_optimize)
     if not overwrite:
-        check_mobile_paths_free(encoder_dir, tflite_variants, onnx)
+        check_mobile_paths_free(encoder_dir, tflite_variants, onnx, onnx_optimize)
     check_file(spm_model_file, "spm_model_file")
     check_digit_comma_rule(digit_comma_rule)
     if seq_length > config.max_position_embeddings:
@@ -291,5 +290,5 @@ def export_hub_modules(export_path: str, config: AlbertConfig, spm_model_file: s
                         digit_comma_rule=digit_comma_rule)
     if tflite_variants or onnx:
         export_mobile_models(encoder_dir, tflite_variants, tflite_seq_length, onnx, ENCODER_TFLITE_OUTPUTS,
-                             overwrite=True)
+                             overwrite=True, onnx_optimize=onnx_optimize)
     return encoder_dir, preprocessor_dir
