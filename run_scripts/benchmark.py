@@ -6,6 +6,7 @@
     python -m run_scripts.benchmark --compare_peers=keras-hub,transformers --output_json=peers.json
     python -m run_scripts.benchmark --workloads=finetune_text --compare_peers=keras-hub,transformers \
         --output_json=finetune.json
+    python -m run_scripts.benchmark --workloads=serve --compare_peers=transformers --output_json=serve.json
 
 Workloads: pretrain_step (the real pretraining step, LAMB included), finetune_step (classifier, AdamW),
 encode (forward only), input_pipeline (pretraining reader batches/s over shards written first) and
@@ -17,6 +18,11 @@ albert_tf/benchmarking/peer_comparison.py; `make peers` installs keras-hub); alo
 finetune_text (not run by default: it takes hours at ALBERT-base) fine-tunes a classifier on real text for an epoch
 and predicts its dev set, ours with dynamic padding and padded to max_seq_length, beside the peers --compare_peers
 names (then the pretraining-step comparison does not run); see albert_tf/benchmarking/finetune_text.py.
+serve (not run by default) serves a 2-label classifier on the CPU by every deployment path (our SavedModel, XLA,
+TFLite, ONNX in onnxruntime and OpenVINO; with --compare_peers=transformers, Hugging Face's model in PyTorch,
+onnxruntime and OpenVINO): latency at batch 1, throughput at --serve_batch_size, size, peak RSS, time to the first
+answer and drift; a row whose packages are missing is skipped with its reason; see
+albert_tf/benchmarking/serving.py.
 """
 
 import json
@@ -28,7 +34,10 @@ from albert_tf.benchmarking.finetune_text import (BUILT_IN_DATA, FINETUNE_TEXT, 
                                                   run_finetune_text)
 from albert_tf.benchmarking.peer_comparison import check_peers_installed, compare_peers, parse_peers
 from albert_tf.benchmarking.peer_protocol import PEERS, PRECISIONS
-from albert_tf.benchmarking.tables import comparison_table, finetune_text_table, markdown_table, peer_table
+from albert_tf.benchmarking.serving import (INPUT_KINDS, ROW_NAMES, SERVE, ServeSettings, run_serving,
+                                            serve_rows)
+from albert_tf.benchmarking.tables import (comparison_table, finetune_text_table, markdown_table, peer_table,
+                                           serve_table)
 from albert_tf.benchmarking.suite import (DATA_WORKLOADS, WORKLOADS, BenchmarkOptions, DataWorkloadOptions,
                                           run_benchmarks)
 from albert_tf.benchmarking.workloads import BenchmarkSettings
@@ -38,9 +47,9 @@ from run_scripts import entry
 from run_scripts.training_flags import define_compute_flags, recompute_blocks_from_flags
 
 FLAGS = flags.FLAGS
-ALL_WORKLOADS = WORKLOADS + (FINETUNE_TEXT,)
+ALL_WORKLOADS = WORKLOADS + (FINETUNE_TEXT, SERVE)
 flags.DEFINE_list("workloads", list(WORKLOADS), f"Workloads to run, from {', '.join(ALL_WORKLOADS)}; may be empty "
-                  f"(default: all but {FINETUNE_TEXT}).")
+                  f"(default: all but {FINETUNE_TEXT} and {SERVE}).")
 flags.DEFINE_string("preset", "albert-base", "A named preset (unless --albert_config_file is given).")
 flags.DEFINE_string("albert_config_file", None, "An albert_config.json instead of --preset.")
 flags.DEFINE_integer("batch_size", 8, "Sequences per step.")
@@ -70,20 +79,31 @@ flags.DEFINE_integer("finetune_timed_epochs", 1, f"Epochs {FINETUNE_TEXT} times 
                      "first.")
 flags.DEFINE_integer("finetune_max_examples", None, f"At most this many examples of each split of {FINETUNE_TEXT}'s "
                      "data (default: all), for a short run.")
-flags.DEFINE_string("spm_model_file", None, f"The SentencePiece model {FINETUNE_TEXT} tokenizes with; default: one "
-                    "of the demo's size trained on the built-in corpus.")
+flags.DEFINE_string("spm_model_file", None, f"The SentencePiece model {FINETUNE_TEXT} and {SERVE} tokenize with; "
+                    "default: one of the demo's size trained on the built-in corpus.")
 flags.DEFINE_list("finetune_data", list(BUILT_IN_DATA), f"{FINETUNE_TEXT}'s built-in data: the sentences and "
                   "the sentence pairs of the built-in small task; may be empty with --glue_data_dir.")
 flags.DEFINE_string("glue_data_dir", None, f"A GLUE data directory: {FINETUNE_TEXT} also fine-tunes on the dev files "
                     "of --glue_tasks.")
 flags.DEFINE_list("glue_tasks", ["SST-2", "MRPC"], "The GLUE classification tasks of --glue_data_dir.")
+flags.DEFINE_list("serve_rows", [], f"The {SERVE} rows to run, from {', '.join(ROW_NAMES)} (default: all; the hf_ "
+                  "ones with --compare_peers=transformers).")
+flags.DEFINE_list("serve_seq_lengths", ["32", "128"], f"The lengths {SERVE} times at batch 1; the batch runs at the "
+                  "longest.")
+flags.DEFINE_integer("serve_batch_size", 32, f"The batch {SERVE} times throughput at.")
+flags.DEFINE_integer("serve_runs", 20, f"Timed calls per batch-1 length and repeat of {SERVE}.")
+flags.DEFINE_integer("serve_batch_runs", 3, f"Timed calls at the batch per repeat of {SERVE}.")
+flags.DEFINE_integer("serve_warmup_runs", 2, f"Untimed calls before each of {SERVE}'s timed cases.")
+flags.DEFINE_enum("serve_inputs", "text", list(INPUT_KINDS), f"{SERVE}'s inputs: built-in corpus text tokenized by "
+                  "--spm_model_file, or random ids.")
 flags.DEFINE_integer("input_batches", 200, "Batches per repeat of input_pipeline.")
 flags.DEFINE_integer("corpus_documents", 2000, "Documents of the synthetic corpus behind the data workloads.")
 flags.DEFINE_integer("vocab_size", 400, "SentencePiece vocabulary trained on the synthetic corpus.")
 flags.DEFINE_integer("dupe_factor", 2, "create_pretraining_data passes over the corpus.")
 flags.DEFINE_integer("num_workers", 1, "create_pretraining_data worker processes.")
 flags.DEFINE_integer("num_output_shards", 4, "Shards create_pretraining_data writes.")
-flags.DEFINE_string("work_dir", None, "Where the data workloads write (default: a temporary directory).")
+flags.DEFINE_string("work_dir", None, f"Where the data workloads write, and {SERVE} under {SERVE}/ (default: a "
+                    "temporary directory).")
 define_compute_flags()
 
 
@@ -106,6 +126,20 @@ def _finetune_text_settings():
         batch_size=FLAGS.finetune_batch_size, repeats=FLAGS.repeats, timed_epochs=FLAGS.finetune_timed_epochs,
         jit_compile=FLAGS.jit_compile, spm_model_file=FLAGS.spm_model_file, built_in_data=FLAGS.finetune_data,
         glue_data_dir=FLAGS.glue_data_dir, glue_tasks=FLAGS.glue_tasks, max_examples=FLAGS.finetune_max_examples)
+
+
+def _serve_settings():
+    config, model_name = _model()
+    try:
+        seq_lengths = tuple(int(length) for length in FLAGS.serve_seq_lengths)
+    except ValueError:
+        lengths = ",".join(FLAGS.serve_seq_lengths)
+        raise app.UsageError(f"--serve_seq_lengths={lengths} must be integers.") from None
+    return ServeSettings(
+        config=config.to_dict(), model_name=model_name, rows=FLAGS.serve_rows or None, seq_lengths=seq_lengths,
+        batch_size=FLAGS.serve_batch_size, runs=FLAGS.serve_runs, batch_runs=FLAGS.serve_batch_runs,
+        warmup_runs=FLAGS.serve_warmup_runs, repeats=FLAGS.repeats, inputs=FLAGS.serve_inputs,
+        spm_model_file=FLAGS.spm_model_file)
 
 
 def _model_settings():
@@ -131,16 +165,24 @@ def main(argv):
     if not FLAGS.peer_precisions:
         raise app.UsageError(f"--peer_precisions is empty; name one or both of {', '.join(PRECISIONS)}.")
     peers = parse_peers(FLAGS.compare_peers)
-    check_peers_installed(peers)
     workloads = [] if peers and not FLAGS["workloads"].present else FLAGS.workloads
-    finetune_text = FINETUNE_TEXT in workloads
+    finetune_text, serve = FINETUNE_TEXT in workloads, SERVE in workloads
+    # The serve workload skips a row whose packages are missing instead.
+    if finetune_text or not serve:
+        check_peers_installed(peers)
     finetune_settings = _finetune_text_settings() if finetune_text else None
-    workloads = [name for name in workloads if name != FINETUNE_TEXT]
+    serve_settings = _serve_settings() if serve else None
+    if serve:
+        serve_rows(serve_settings, peers)  # refuses rows without their peer before any workload runs
+    workloads = [name for name in workloads if name not in (FINETUNE_TEXT, SERVE)]
+    # A serving process chooses neither: the serve workload alone keeps TensorFlow's defaults.
+    serve_only = serve and not (workloads or FLAGS.compare_presets or finetune_text)
     if FLAGS.cpu_allocator:
         host_allocator.select_cpu_allocator(FLAGS.cpu_allocator)
-    else:
+    elif not serve_only:
         host_allocator.prefer_caching_allocator()
-    host_allocator.prefer_lean_xla_compilation()
+    if not serve_only:
+        host_allocator.prefer_lean_xla_compilation()
     uses_work_dir = FLAGS.work_dir and set(workloads) & set(DATA_WORKLOADS)
     if uses_work_dir and os.path.isdir(FLAGS.work_dir) and os.listdir(FLAGS.work_dir):
         raise app.UsageError(f"--work_dir={FLAGS.work_dir} is not empty; the data workloads need a new or "
@@ -158,16 +200,21 @@ def main(argv):
         print(markdown_table(records))
     if comparison:
         print(comparison_table(comparison))
-    # With finetune_text, the peers are its rows'.
-    peer_records = compare_peers(peers, _model_settings(), FLAGS.peer_precisions) if peers and not finetune_text else []
+    # With finetune_text or serve, the peers are their rows'.
+    compare_pretraining = peers and not finetune_text and not serve
+    peer_records = compare_peers(peers, _model_settings(), FLAGS.peer_precisions) if compare_pretraining else []
     if peer_records:
         print(peer_table(peer_records))
     finetune_records = run_finetune_text(finetune_settings, peers) if finetune_text else []
     if finetune_records:
         print(finetune_text_table(finetune_records))
+    serve_dir = FLAGS.work_dir and os.path.join(FLAGS.work_dir, SERVE)
+    serve_records = run_serving(serve_settings, peers, work_dir=serve_dir) if serve else []
+    if serve_records:
+        print(serve_table(serve_records))
     if FLAGS.output_json:
         with open(FLAGS.output_json, "w", encoding="utf-8") as handle:
-            json.dump(records + comparison + peer_records + finetune_records, handle, indent=1)
+            json.dump(records + comparison + peer_records + finetune_records + serve_records, handle, indent=1)
 
 
 if __name__ == "__main__":

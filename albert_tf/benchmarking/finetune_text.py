@@ -252,7 +252,7 @@ def run_finetune_text(settings: FinetuneTextSettings, peers: Sequence[str] = (),
 
 def prepare_text_data(settings: FinetuneTextSettings, work_dir: str) -> List[TextData]:
     """Every data set at every max_seq_length, written and tokenized under `work_dir`, its lengths logged."""
-    spm_model_file = settings.spm_model_file or _train_tokenizer(work_dir)
+    spm_model_file = settings.spm_model_file or train_built_in_tokenizer(work_dir)
     config_file = os.path.join(work_dir, "albert_config.json")
     settings.albert_config().to_json_file(config_file)
     data_sets = []
@@ -328,7 +328,7 @@ def run_peer_child(row: FinetuneRow, precision: str, data: TextData, settings: F
 
 # ---- the data ---------------------------------------------------------------------------------------------------
 
-def _train_tokenizer(work_dir: str) -> str:
+def train_built_in_tokenizer(work_dir: str) -> str:
     """A SentencePiece model of the demo's vocabulary size trained on the built-in corpus, as `make demo` trains."""
     corpus = os.path.join(work_dir, "corpus.txt")
     corpora.write_corpus(corpus)

@@ -103,6 +103,62 @@ def finetune_text_table(records: Sequence[dict]) -> str:
     return "\n".join(lines)
 
 
+def serve_table(records: Sequence[dict]) -> str:
+    """The serve workload as a Markdown table, a row per record that ran: the file, the batch-1 latencies (median
+    over the repeats, the medians' spread, the 95th percentile), the batch's sequences/s (median (min-max)), the
+    peak RSS, the time to the first answer, the logits' largest drift from our float32 SavedModel and the argmax
+    agreement; then a line per skipped row with its reason, and the CPU, threads and inputs.
+
+    Example:
+    >>> print(serve_table([{"configuration": "ours, ONNX in onnxruntime", "precision": "float32", "file_mb": 47.6,
+    ...     "seq_lengths": [32], "batch_size": 4, "latency_ms_b1x32_median": 38.0, "latency_ms_b1x32_min": 37.5,
+    ...     "latency_ms_b1x32_max": 39.0, "latency_ms_b1x32_p95": 41.0, "throughput_seq_per_s_b4x32_median": 30.0,
+    ...     "throughput_seq_per_s_b4x32_min": 29.0, "throughput_seq_per_s_b4x32_max": 31.0, "peak_rss_mb": 350.0,
+    ...     "first_answer_seconds_median": 0.9, "max_abs_logit_drift": 1e-6, "prediction_agreement": 1.0,
+    ...     "cpu_model": "EPYC", "threads": {"intra_op": 2, "inter_op": 1}, "inputs": "random ids",
+    ...     "date": "2026-12-05T10:00:00+00:00"},
+    ...     {"configuration": "ours, ONNX in OpenVINO bfloat16", "precision": "bfloat16",
+    ...      "skipped": "this CPU has no bfloat16 units"}]))  # doctest: +NORMALIZE_WHITESPACE
+    | path | precision | file MB | b1 x 32 ms: median (min-max), p95 | b4 x 32 seq/s | peak RSS MB | first answer s
+    | max logit drift | argmax agreement |
+    |---|---|---|---|---|---|---|---|---|
+    | ours, ONNX in onnxruntime | float32 | 47.6 | 38.0 (37.5-39.0), 41.0 | 30.0 (29.0-31.0) | 350 | 0.9 | 1.0e-06
+    | 100.0% |
+    <BLANKLINE>
+    Skipped: ours, ONNX in OpenVINO bfloat16 (this CPU has no bfloat16 units).
+    CPU: EPYC; 2 operation threads a row, inter-op 1; inputs: random ids; 2026-12-05.
+    """
+    ran = [record for record in records if "skipped" not in record]
+    lines = []
+    if ran:
+        first = ran[0]
+        lengths, batch = first["seq_lengths"], first["batch_size"]
+        header = (["path", "precision", "file MB"] + [f"b1 x {length} ms: median (min-max), p95" for length in lengths]
+                  + [f"b{batch} x {lengths[-1]} seq/s", "peak RSS MB", "first answer s", "max logit drift",
+                     "argmax agreement"])
+        lines += ["| " + " | ".join(header) + " |", "|---" * len(header) + "|"]
+        for record in ran:
+            latencies = [f"{_number(record[f'latency_ms_b1x{length}_median'])} "
+                         f"({_number(record[f'latency_ms_b1x{length}_min'])}-"
+                         f"{_number(record[f'latency_ms_b1x{length}_max'])}), "
+                         f"{_number(record[f'latency_ms_b1x{length}_p95'])}" for length in lengths]
+            throughput = f"throughput_seq_per_s_b{batch}x{lengths[-1]}"
+            cells = ([record["configuration"], record["precision"], _number(record["file_mb"])] + latencies
+                     + [f"{_number(record[throughput + '_median'])} ({_number(record[throughput + '_min'])}-"
+                        f"{_number(record[throughput + '_max'])})", _number(record["peak_rss_mb"], 0),
+                        _number(record["first_answer_seconds_median"]), f"{record['max_abs_logit_drift']:.1e}",
+                        f"{100 * record['prediction_agreement']:.1f}%"])
+            lines.append("| " + " | ".join(cells) + " |")
+    skipped = [f"{record['configuration']} ({record['skipped']})" for record in records if "skipped" in record]
+    if skipped:
+        lines += [""] * bool(lines) + ["Skipped: " + "; ".join(skipped) + "."]
+    if ran:
+        threads = ran[0]["threads"]
+        lines.append(f"CPU: {ran[0]['cpu_model']}; {threads['intra_op']} operation threads a row, inter-op "
+                     f"{threads['inter_op']}; inputs: {ran[0]['inputs']}; {ran[0]['date'][:10]}.")
+    return "\n".join(lines)
+
+
 def compare_curves(curves: Dict[str, Dict[int, float]], reference: str) -> Dict[str, Dict[str, float]]:
     """How far each curve ({step: value}) lies from `reference`'s, over the steps both logged.
 
