@@ -10,8 +10,9 @@ scaled_dot_product_attention exports in a shape its attention fusion misses). Th
 it, as it does ours: neither needs PyTorch.
 
 `run` times the model as transformers serves it (`from_pretrained`, its default attention, `torch.inference_mode`,
-bfloat16 by `torch.autocast("cpu")`) through serving_child.time_serving. Nothing here imports PyTorch, or any
-framework, at import time.
+bfloat16 by `torch.autocast("cpu")`) through serving_child.time_serving, which also predicts the dev set when the
+spec has one (at batch 1, each example at its own length). Nothing here imports PyTorch, or any framework, at
+import time.
 """
 
 import json

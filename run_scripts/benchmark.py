@@ -7,6 +7,8 @@
     python -m run_scripts.benchmark --workloads=finetune_text --compare_peers=keras-hub,transformers \
         --output_json=finetune.json
     python -m run_scripts.benchmark --workloads=serve --compare_peers=transformers --output_json=serve.json
+    python -m run_scripts.benchmark --workloads=serve --serve_checkpoint=runs/sst2 \
+        --serve_eval_file=glue/SST-2/dev.tsv --spm_model_file=albert_base/30k-clean.model --output_json=acc.json
 
 Workloads: pretrain_step (the real pretraining step, LAMB included), finetune_step (classifier, AdamW),
 encode (forward only), input_pipeline (pretraining reader batches/s over shards written first) and
@@ -21,7 +23,8 @@ names (then the pretraining-step comparison does not run); see albert_tf/benchma
 serve (not run by default) serves a 2-label classifier on the CPU by every deployment path (our SavedModel, XLA,
 TFLite, ONNX in onnxruntime and OpenVINO; with --compare_peers=transformers, Hugging Face's model in PyTorch,
 onnxruntime and OpenVINO): latency at batch 1, throughput at --serve_batch_size, size, peak RSS, time to the first
-answer and drift; a row whose packages are missing is skipped with its reason; see
+answer and drift; a row whose packages are missing is skipped with its reason; with --serve_checkpoint, of a
+fine-tuned classifier, and with --serve_eval_file its dev accuracy per row against float32 (McNemar's test); see
 albert_tf/benchmarking/serving.py.
 """
 
@@ -34,8 +37,8 @@ from albert_tf.benchmarking.finetune_text import (BUILT_IN_DATA, FINETUNE_TEXT, 
                                                   run_finetune_text)
 from albert_tf.benchmarking.peer_comparison import check_peers_installed, compare_peers, parse_peers
 from albert_tf.benchmarking.peer_protocol import PEERS, PRECISIONS
-from albert_tf.benchmarking.serving import (INPUT_KINDS, ROW_NAMES, SERVE, ServeSettings, run_serving,
-                                            serve_rows)
+from albert_tf.benchmarking.serving import (INPUT_KINDS, ROW_NAMES, SERVE, ServeSettings, checkpoint_config,
+                                            read_fine_tuned, run_serving, serve_rows)
 from albert_tf.benchmarking.tables import (comparison_table, finetune_text_table, markdown_table, peer_table,
                                            serve_table)
 from albert_tf.benchmarking.suite import (DATA_WORKLOADS, WORKLOADS, BenchmarkOptions, DataWorkloadOptions,
@@ -43,6 +46,7 @@ from albert_tf.benchmarking.suite import (DATA_WORKLOADS, WORKLOADS, BenchmarkOp
 from albert_tf.benchmarking.workloads import BenchmarkSettings
 from albert_tf.config import load_config
 from albert_tf.training import host_allocator
+from data_gen.readers.labeled_text import FILE_FORMATS
 from run_scripts import entry
 from run_scripts.training_flags import define_compute_flags, recompute_blocks_from_flags
 
@@ -96,6 +100,19 @@ flags.DEFINE_integer("serve_batch_runs", 3, f"Timed calls at the batch per repea
 flags.DEFINE_integer("serve_warmup_runs", 2, f"Untimed calls before each of {SERVE}'s timed cases.")
 flags.DEFINE_enum("serve_inputs", "text", list(INPUT_KINDS), f"{SERVE}'s inputs: built-in corpus text tokenized by "
                   "--spm_model_file, or random ids.")
+flags.DEFINE_string("serve_checkpoint", None, f"A fine-tuned classifier (run_classifier's or run_glue's output "
+                    f"directory, its best/, or a checkpoint prefix) that {SERVE} builds every artifact from instead of "
+                    "random weights; its config is the albert_config.json beside it (unless --albert_config_file), its "
+                    "SentencePiece model --spm_model_file or the one beside it.")
+flags.DEFINE_string("serve_eval_file", None, f"With --serve_checkpoint, a dev set (.tsv, .csv or .jsonl, as "
+                    f"run_classifier reads it) every {SERVE} row also predicts once: its dev accuracy, the drop "
+                    "against our float32 SavedModel, the agreement and McNemar's p-value.")
+flags.DEFINE_string("serve_text_field", "sentence", "The column (or JSON key) of --serve_eval_file's text.")
+flags.DEFINE_string("serve_text_b_field", None, "The column (or JSON key) of --serve_eval_file's second text, for "
+                    "sentence pairs.")
+flags.DEFINE_string("serve_label_field", "label", "The column (or JSON key) of --serve_eval_file's label.")
+flags.DEFINE_enum("serve_file_format", None, list(FILE_FORMATS), "--serve_eval_file's format (default: from its "
+                  "extension).")
 flags.DEFINE_integer("input_batches", 200, "Batches per repeat of input_pipeline.")
 flags.DEFINE_integer("corpus_documents", 2000, "Documents of the synthetic corpus behind the data workloads.")
 flags.DEFINE_integer("vocab_size", 400, "SentencePiece vocabulary trained on the synthetic corpus.")
@@ -129,7 +146,10 @@ def _finetune_text_settings():
 
 
 def _serve_settings():
-    config, model_name = _model()
+    if FLAGS.serve_checkpoint and not FLAGS.albert_config_file:
+        config, model_name = checkpoint_config(FLAGS.serve_checkpoint)
+    else:
+        config, model_name = _model()
     try:
         seq_lengths = tuple(int(length) for length in FLAGS.serve_seq_lengths)
     except ValueError:
@@ -139,7 +159,9 @@ def _serve_settings():
         config=config.to_dict(), model_name=model_name, rows=FLAGS.serve_rows or None, seq_lengths=seq_lengths,
         batch_size=FLAGS.serve_batch_size, runs=FLAGS.serve_runs, batch_runs=FLAGS.serve_batch_runs,
         warmup_runs=FLAGS.serve_warmup_runs, repeats=FLAGS.repeats, inputs=FLAGS.serve_inputs,
-        spm_model_file=FLAGS.spm_model_file)
+        spm_model_file=FLAGS.spm_model_file, checkpoint=FLAGS.serve_checkpoint, eval_file=FLAGS.serve_eval_file,
+        text_field=FLAGS.serve_text_field, label_field=FLAGS.serve_label_field,
+        text_b_field=FLAGS.serve_text_b_field, file_format=FLAGS.serve_file_format)
 
 
 def _model_settings():
@@ -173,7 +195,9 @@ def main(argv):
     finetune_settings = _finetune_text_settings() if finetune_text else None
     serve_settings = _serve_settings() if serve else None
     if serve:
-        serve_rows(serve_settings, peers)  # refuses rows without their peer before any workload runs
+        # Refuses rows without their peer, and a checkpoint or eval file that cannot be used, before any workload runs.
+        serve_rows(serve_settings, peers)
+        read_fine_tuned(serve_settings)
     workloads = [name for name in workloads if name not in (FINETUNE_TEXT, SERVE)]
     # A serving process chooses neither: the serve workload alone keeps TensorFlow's defaults.
     serve_only = serve and not (workloads or FLAGS.compare_presets or finetune_text)

@@ -25,6 +25,16 @@ logits' root mean square over the inputs is 1: a drift of 1e-2 is then 1% of a l
   by our converter (save_weights format "hf"), in PyTorch (float32, bfloat16 autocast), and exported by
   torch.onnx.export (peers/serving.py, eager attention) in onnxruntime (as exported, optimized by onnxruntime's
   transformer optimizer, model type "bert", and that model's dynamic int8) and OpenVINO (float32, bfloat16).
+With `checkpoint` (--serve_checkpoint), the model is a fine-tuned classifier as run_classifier leaves it instead
+(its output directory, its best/ or a checkpoint prefix, with its albert_config.json beside it), loaded strictly,
+its weights as trained, every artifact built from it; its SentencePiece model is `spm_model_file` or the one beside
+the checkpoint. With `eval_file` too (a TSV, CSV or JSON-lines file as run_classifier reads it, its `text_field`,
+`label_field` and `text_b_field`; the labels are the model's labels.txt), every row's first run also predicts each
+dev example once, untimed, after its timing, at batch 1 at the example's own length (TFLite and XLA padded to the
+longest timed length, which every example is cut to, as max_seq_length cuts it); the record holds the row's dev
+accuracy, our float32 SavedModel's (computed here), the drop in points, the agreement of their predictions and,
+for every row that is not float32, McNemar's exact p-value against our float32 SavedModel on the discordant
+examples (scipy's binomtest in a child process: scipy is .venv/report's, which no TensorFlow process imports).
 A row whose packages are not installed, or that needs bfloat16 units the CPU lacks, is skipped with its reason
 logged; its record says why. The onnx extra (`make onnx`: tf2onnx, onnx, onnxruntime, openvino) is found in
 .venv/onnx, which is appended to the path of this process and of the rows' processes.
@@ -48,6 +58,7 @@ import datetime
 import importlib.machinery
 import json
 import os
+import re
 import shutil
 import statistics
 import sys
@@ -64,6 +75,9 @@ from albert_tf.benchmarking.finetune_text import train_built_in_tokenizer
 from albert_tf.benchmarking.peer_comparison import OURS, check_peers_can_build, parse_peers
 from albert_tf.benchmarking.peer_protocol import RECORD_MARKER
 from albert_tf.benchmarking.probes import load_average
+from albert_tf.checkpoints.loading import load_weights
+from albert_tf.checkpoints.locating import CheckpointLocation, find_vocab_files
+from albert_tf.checkpoints.reading import NATIVE_PREFIX, CheckpointContents, read_checkpoint
 from albert_tf.checkpoints.writing import save_weights
 from albert_tf.config import AlbertConfig
 from albert_tf.export.onnx_export import convert_to_onnx
@@ -72,11 +86,14 @@ from albert_tf.export.serving import export_saved_model
 from albert_tf.export.tflite import convert_to_tflite, serving_signature
 from albert_tf.models.classifier import AlbertClassifier
 from albert_tf.models.encoder import INPUT_NAMES
+from albert_tf.tasks.checkpoint_evaluation import BEST_DIR_NAME
 from albert_tf.tasks.classification_functions import classification_serving_fn
+from albert_tf.tasks.text_classification import LABELS_FILE
 from albert_tf.tokenization import AlbertTokenizer
 from albert_tf.training.bfloat16_support import cpu_bfloat16_units
 from albert_tf.training.compile_choice import cpu_model_name
 from data_gen.pretraining import corpora
+from data_gen.readers import labeled_text
 from data_gen.readers.glue import encode_text_pair
 
 SERVE = "serve"
@@ -84,7 +101,14 @@ CHILD_MODULE = "albert_tf.benchmarking.serving_child"
 PEER_CHILD_MODULE = "peers.serving"
 ONNX_PACKAGES = os.path.join(REPOSITORY_ROOT, ".venv", "onnx")
 INPUT_KINDS = ("text", "random")
+# The random model's labels; a fine-tuned one has its own.
 NUM_LABELS = 2
+# scipy's directory (`make install`, requirements-report.txt), outside site-packages: the report's, as
+# albert_tf/experiments/write_report.py's REPORT_PACKAGES (which the layout keeps this package from importing).
+REPORT_PACKAGES = os.path.join(sys.prefix, "report")
+# The runtimes that predict the dev set padded to the longest timed length: TFLite's models are fixed to it, and
+# XLA would compile once per length.
+FIXED_LENGTH_RUNTIMES = ("tflite", "xla")
 # The peers a serve row can come from.
 SERVE_PEERS = ("transformers",)
 _TF2ONNX = ("tf2onnx", "onnx")
@@ -152,7 +176,10 @@ class ServeSettings:
     """What the workload runs: the model (an AlbertConfig's dict, named `model_name` in the records), the rows
     (`rows`, names of ROW_NAMES; None: all), the batch-1 lengths and the batch (at the longest length), the calls
     timed per repeat (`runs` at batch 1, `batch_runs` at the batch, each case after `warmup_runs`), the repeats
-    and the inputs (INPUT_KINDS; text is tokenized by `spm_model_file`, None: one trained on the built-in corpus).
+    and the inputs (INPUT_KINDS; text is tokenized by `spm_model_file`, None: one trained on the built-in corpus,
+    or the fine-tuned classifier's). `checkpoint` is a fine-tuned classifier to serve instead of random weights
+    (`config` must be its: `checkpoint_config`), `eval_file` its dev set, read as run_classifier reads it through
+    `text_field`, `label_field`, `text_b_field` and `file_format` (see the module's docstring).
 
     Example:
     >>> settings = ServeSettings(AlbertConfig.from_preset("albert-base").to_dict(), "albert-base")
@@ -172,6 +199,12 @@ class ServeSettings:
     inputs: str = "text"
     spm_model_file: Optional[str] = None
     seed: int = 0
+    checkpoint: Optional[str] = None
+    eval_file: Optional[str] = None
+    text_field: str = "sentence"
+    label_field: str = "label"
+    text_b_field: Optional[str] = None
+    file_format: Optional[str] = None
 
     def __post_init__(self):
         for name, least in (("batch_size", 2), ("runs", 1), ("batch_runs", 1), ("warmup_runs", 0), ("repeats", 1)):
@@ -188,6 +221,20 @@ class ServeSettings:
                              f"and [SEP]) and the model's max_position_embeddings={positions}.")
         if self.inputs not in INPUT_KINDS:
             raise ValueError(f"serve inputs {self.inputs!r} must be one of {', '.join(INPUT_KINDS)}.")
+        if self.checkpoint is not None:
+            check_checkpoint_exists(self.checkpoint)
+        if self.eval_file is not None:
+            if self.checkpoint is None:
+                raise ValueError(f"serve eval_file {self.eval_file} scores a fine-tuned classifier: give its "
+                                 "checkpoint too (--serve_checkpoint).")
+            if not tf.io.gfile.exists(self.eval_file):
+                raise ValueError(f"serve eval_file {self.eval_file} does not exist (--serve_eval_file).")
+
+    def eval_schema(self) -> labeled_text.LabeledTextSchema:
+        """How `eval_file`'s records hold their texts and labels (single-label, as run_classifier reads them)."""
+        return _with_serve_flags(lambda: labeled_text.LabeledTextSchema(
+            text_field=self.text_field, label_field=self.label_field, text_b_field=self.text_b_field,
+            file_format=self.file_format))
 
     def albert_config(self) -> AlbertConfig:
         return AlbertConfig.from_dict(self.config, source=f"benchmark model {self.model_name}")
@@ -202,7 +249,7 @@ class ServeSettings:
 class ServeArtifacts:
     """What the rows load: {artifact: path} (a TFLite artifact is {length: path}), the inputs' .npz (cases as
     serving_child reads them) and how they were made, our float32 SavedModel's logits per case, the fused ops of
-    each optimized ONNX model, and the model's float32 parameter bytes."""
+    each optimized ONNX model, the model's float32 parameter bytes and, with an eval file, the dev set (DevSet)."""
 
     paths: Dict[str, Union[str, Dict[str, str]]]
     inputs_file: str
@@ -210,6 +257,7 @@ class ServeArtifacts:
     reference_logits: Dict[str, np.ndarray]
     fused_ops: Dict[str, Dict[str, int]]
     parameter_bytes: int
+    dev: Optional["DevSet"] = None
 
 
 def serve_rows(settings: ServeSettings, peers: Sequence[str] = ()) -> List[ServeRow]:
@@ -255,12 +303,142 @@ def skip_reason(row: ServeRow) -> Optional[str]:
     return None
 
 
+# ---- a fine-tuned classifier and its dev set ---------------------------------------------------------------------
+
+# The reader's (run_classifier's) flags, as the benchmark names them.
+_EVAL_FLAGS = re.compile(r"--(text_field|text_b_field|label_field|file_format)\b")
+# Where a classifier's output_weights [labels, hidden] are: a TF1 checkpoint's name, a native one's object path.
+_HEAD_WEIGHTS = ("output_weights", NATIVE_PREFIX + "head/output_weights")
+
+
+def _with_serve_flags(read: Callable):
+    """`read()`, its LabeledTextError naming the benchmark's --serve_ flags where the reader names run_classifier's."""
+    try:
+        return read()
+    except labeled_text.LabeledTextError as error:
+        raise labeled_text.LabeledTextError(_EVAL_FLAGS.sub(r"--serve_\1", str(error))) from None
+
+
+@dataclasses.dataclass
+class FineTuned:
+    """A fine-tuned classifier's checkpoint (read, not loaded), its label count (its head's rows), its labels
+    (labels.txt beside it or, for best/, in the run's directory; None where there is none) and, with an eval
+    file, that file's examples, every label among the model's."""
+
+    contents: CheckpointContents
+    num_labels: int
+    labels: Optional[tuple] = None
+    dev_examples: Optional[List[labeled_text.LabeledExample]] = None
+
+
+def check_checkpoint_exists(checkpoint: str) -> None:
+    """Refuses, in one sentence, a `checkpoint` that is neither a file or directory nor a checkpoint prefix."""
+    if not (tf.io.gfile.exists(checkpoint) or tf.io.gfile.exists(checkpoint + ".index")):
+        raise ValueError(f"serve checkpoint {checkpoint} does not exist: give a fine-tuned classifier's output "
+                         "directory or checkpoint prefix (--serve_checkpoint).")
+
+
+def checkpoint_config(checkpoint: str) -> tuple:
+    """(config, the name the records give the model) of the fine-tuned classifier at `checkpoint`: the
+    albert_config.json run_classifier leaves beside its checkpoints."""
+    check_checkpoint_exists(checkpoint)
+    contents = read_checkpoint(checkpoint)
+    if contents.config is None:
+        raise ValueError(f"serve checkpoint {checkpoint} has no albert_config.json beside it; give the model's config "
+                         "(--albert_config_file).")
+    return contents.config, f"fine-tuned {os.path.normpath(checkpoint)}"
+
+
+def read_fine_tuned(settings: ServeSettings) -> Optional[FineTuned]:
+    """The fine-tuned classifier `settings.checkpoint` names and the dev examples of `settings.eval_file` (None
+    without a checkpoint), every file read and checked: a value that cannot be used (no classifier head, no
+    labels.txt for the eval file's labels, a label field the file lacks, a label the model has not) is refused in
+    one sentence naming it. With an eval file, scipy must be findable too (the McNemar test's)."""
+    if settings.checkpoint is None:
+        return None
+    contents = read_checkpoint(settings.checkpoint)
+    shapes = [contents.shapes[name] for name in _HEAD_WEIGHTS if name in contents.shapes]
+    if not shapes or len(shapes[0]) != 2 or shapes[0][0] < 2:
+        raise ValueError(f"serve checkpoint {contents.location.path} has no classifier head of two or more labels "
+                         "(output_weights [labels, hidden]): give a run_classifier or run_glue checkpoint of a "
+                         "single-label task.")
+    fine_tuned = FineTuned(contents, int(shapes[0][0]))
+    if settings.eval_file is None:
+        return fine_tuned
+    fine_tuned.labels, labels_file = _model_labels(contents.location)
+    if len(fine_tuned.labels) != fine_tuned.num_labels:
+        raise ValueError(f"{labels_file} names {len(fine_tuned.labels)} labels, but the classifier head of "
+                         f"{contents.location.path} has {fine_tuned.num_labels}.")
+    schema = settings.eval_schema()
+    fine_tuned.dev_examples = _with_serve_flags(lambda: labeled_text.read_examples(settings.eval_file, schema))
+    if not fine_tuned.dev_examples:
+        raise ValueError(f"serve eval_file {settings.eval_file} holds no examples.")
+    _with_serve_flags(lambda: labeled_text.check_labels(fine_tuned.dev_examples, fine_tuned.labels, schema,
+                                                        labels_file))
+    if importlib.machinery.PathFinder.find_spec("scipy", [*sys.path, REPORT_PACKAGES]) is None:
+        raise ValueError(f"The serve workload's McNemar test needs scipy, looked for in {REPORT_PACKAGES} and on the "
+                         "path; `make install` puts it there (requirements-report.txt).")
+    return fine_tuned
+
+
+def _model_labels(location: CheckpointLocation) -> tuple:
+    """(labels, the file) of run_classifier's labels.txt beside the checkpoint or, for its best/ checkpoint, in
+    the run's output directory."""
+    directory = os.path.normpath(location.directory)
+    candidates = [directory] + ([os.path.dirname(directory)] if os.path.basename(directory) == BEST_DIR_NAME else [])
+    for candidate in candidates:
+        path = os.path.join(candidate, LABELS_FILE)
+        if tf.io.gfile.exists(path):
+            with tf.io.gfile.GFile(path, "r") as handle:
+                return tuple(line.strip() for line in handle if line.strip()), path
+    raise ValueError(f"serve checkpoint {location.path} has no {LABELS_FILE} beside it (run_classifier writes the "
+                     "model's labels in its output directory), so the eval file's labels cannot be matched to its "
+                     "outputs.")
+
+
+def _fine_tuned_classifier(config: AlbertConfig, fine_tuned: FineTuned):
+    """The classifier of `fine_tuned`'s checkpoint, loaded strictly (every variable, nothing else)."""
+    classifier = AlbertClassifier(config, num_labels=fine_tuned.num_labels, dropout_rate=0.0)
+    classifier({name: tf.zeros([1, 2], tf.int32) for name in INPUT_NAMES}, training=False)
+    load_weights(classifier, fine_tuned.contents)
+    return classifier
+
+
+def discordant_pairs(label_ids: np.ndarray, reference: np.ndarray, predictions: np.ndarray) -> tuple:
+    """(examples the reference gets right and `predictions` wrong, examples the reference gets wrong and
+    `predictions` right): the discordant pairs of McNemar's test.
+
+    Example:
+    >>> discordant_pairs(np.array([0, 1, 1, 0]), np.array([0, 1, 0, 1]), np.array([1, 1, 1, 1]))
+    (1, 1)
+    """
+    reference_right, right = np.asarray(reference) == label_ids, np.asarray(predictions) == label_ids
+    return int(np.sum(reference_right & ~right)), int(np.sum(~reference_right & right))
+
+
+def mcnemar_p_values(discordant: Sequence[tuple]) -> List[float]:
+    """The exact two-sided McNemar p-value of each (b, c) pair of discordant counts: scipy.stats.binomtest(b,
+    b + c, 0.5), 1 where no pair is discordant. scipy is the report's (.venv/report), which no TensorFlow process
+    imports: the test runs in a child process (serving_child's `mcnemar` command) that adds it to its path.
+
+    Example:
+    >>> mcnemar_p_values([(10, 2), (0, 0)])  # doctest: +SKIP
+    [0.0385742..., 1.0]
+    """
+    if not discordant:
+        return []
+    spec = {"discordant": [[int(b), int(c)] for b, c in discordant], "report_packages": REPORT_PACKAGES}
+    return run_python_child(["-m", CHILD_MODULE, "mcnemar", json.dumps(spec)], RECORD_MARKER,
+                            "Computing McNemar's test failed in its child process").record["p_values"]
+
+
 def run_serving(settings: ServeSettings, peers: Sequence[str] = (), work_dir: Optional[str] = None,
                 run_row: Optional[Callable[..., dict]] = None) -> List[dict]:
     """Builds every artifact once (`prepare_serving`), runs every row that can run `settings.repeats` times,
     interleaved, each in its own process (`run_row_child`); returns a record per row in SERVE_ROWS' order, a
     skipped row's with its reason (`serve_table` prints them). The files go to `work_dir` (default: a temporary
-    directory).
+    directory). With `settings.eval_file`, each row's first run also predicts the dev set (`dev_fields`), and every
+    row that is not float32 gets McNemar's p-value against our float32 SavedModel (`mcnemar_p_values`).
 
     Example:
     >>> records = run_serving(settings, ["transformers"])  # doctest: +SKIP
@@ -268,6 +446,7 @@ def run_serving(settings: ServeSettings, peers: Sequence[str] = (), work_dir: Op
     ('ours, SavedModel in TensorFlow', 47.3)
     """
     rows = serve_rows(settings, peers)
+    fine_tuned = read_fine_tuned(settings)  # refuses a bad checkpoint or eval file before anything is built
     if any(row.implementation != OURS for row in rows):
         check_peers_can_build(settings.albert_config(), settings.model_name)
     reasons = {row.name: skip_reason(row) for row in rows}
@@ -277,29 +456,42 @@ def run_serving(settings: ServeSettings, peers: Sequence[str] = (), work_dir: Op
     runnable = [row for row in rows if not reasons[row.name]]
     run_row = run_row or run_row_child
     with tempfile.TemporaryDirectory() as scratch:
-        artifacts = prepare_serving(settings, runnable, work_dir or scratch)
+        artifacts = prepare_serving(settings, runnable, work_dir or scratch, fine_tuned=fine_tuned)
         runs: Dict[str, List[dict]] = {row.name: [] for row in runnable}
         for repeat in range(settings.repeats):
             for row in runnable:
                 logging.info("serve run %d of %d: %s", repeat + 1, settings.repeats, row.label)
-                runs[row.name].append(run_row(row, artifacts, settings))
-        return [_record(row, runs[row.name], artifacts, settings) if row.name in runs
-                else _skipped_record(row, reasons[row.name], settings) for row in rows]
+                runs[row.name].append(run_row(row, artifacts, settings,
+                                              predict_dev=artifacts.dev is not None and repeat == 0))
+        records = [_record(row, runs[row.name], artifacts, settings) if row.name in runs
+                   else _skipped_record(row, reasons[row.name], settings) for row in rows]
+    tested = [record for record in records if "dev_discordant" in record and record["precision"] != "float32"]
+    p_values = mcnemar_p_values([(record["dev_discordant"]["float32_right_only"],
+                                  record["dev_discordant"]["row_right_only"]) for record in tested])
+    for record, p_value in zip(tested, p_values, strict=True):
+        record["dev_mcnemar_p"] = p_value
+    return records
 
 
 def run_row_child(row: ServeRow, artifacts: ServeArtifacts, settings: ServeSettings,
-                  timeout_seconds: Optional[float] = None) -> dict:
+                  timeout_seconds: Optional[float] = None, predict_dev: bool = False) -> dict:
     """One run of `row` in a Python process of its own (serving_child, or peers/serving.py for PyTorch); its
-    record: the seconds of every call, the logits of every case, the first answer's time, the peak RSS."""
+    record: the seconds of every call, the logits of every case, the first answer's time, the peak RSS; with
+    `predict_dev`, the logits of every dev example too (after the timing)."""
     cases = settings.cases()
     spec = {"row": row.name, "runtime": row.runtime, "precision": row.precision,
             "artifact": artifacts.paths[row.artifact], "inputs_file": artifacts.inputs_file, "cases": cases,
             "warmup_runs": settings.warmup_runs,
             "runs": {case: settings.runs for case in cases[:-1]} | {cases[-1]: settings.batch_runs},
             "threads": _machine_threads(), "extra_paths": [ONNX_PACKAGES]}
-    command = ["-m", PEER_CHILD_MODULE, "run"] if row.runtime == "torch" else ["-m", CHILD_MODULE]
-    return run_python_child([*command, json.dumps(spec)], RECORD_MARKER,
-                            f"The serve row {row.name} ({row.label}) failed in its child process",
+    if predict_dev:
+        spec["dev"] = {"inputs_file": artifacts.dev.inputs_file,
+                       "fixed_length": artifacts.dev.length if row.runtime in FIXED_LENGTH_RUNTIMES else None}
+    failure = f"The serve row {row.name} ({row.label}) failed in its child process"
+    if row.runtime == "torch":
+        return run_python_child(["-m", PEER_CHILD_MODULE, "run", json.dumps(spec)], RECORD_MARKER, failure,
+                                timeout_seconds=timeout_seconds).record
+    return run_python_child(["-m", CHILD_MODULE, json.dumps(spec)], RECORD_MARKER, failure,
                             timeout_seconds=timeout_seconds).record
 
 
@@ -310,17 +502,27 @@ def _machine_threads() -> int:
 
 # ---- the artifacts ----------------------------------------------------------------------------------------------
 
-def prepare_serving(settings: ServeSettings, rows: Sequence[ServeRow], directory: str) -> ServeArtifacts:
+def prepare_serving(settings: ServeSettings, rows: Sequence[ServeRow], directory: str,
+                    fine_tuned: Optional[FineTuned] = None) -> ServeArtifacts:
     """The inputs, the model and every artifact `rows` load, written under `directory`; our float32 SavedModel
-    (always: it gives the reference logits) is `saved_model/`."""
+    (always: it gives the reference logits) is `saved_model/`. The model is the fine-tuned classifier of
+    `settings.checkpoint` (`fine_tuned`, read by read_fine_tuned when not given) or the random one of the module's
+    docstring; with `settings.eval_file`, its dev set too (`DevSet`)."""
     if os.path.isdir(ONNX_PACKAGES) and ONNX_PACKAGES not in sys.path:
         sys.path.append(ONNX_PACKAGES)
     os.makedirs(directory, exist_ok=True)
-    cases, description = _serving_inputs(settings, directory)
+    if fine_tuned is None and settings.checkpoint is not None:
+        fine_tuned = read_fine_tuned(settings)
+    tokenizer = None
+    if settings.inputs == "text" or settings.eval_file is not None:
+        tokenizer = AlbertTokenizer(spm_model_file=_spm_model_file(settings, fine_tuned, directory))
+    cases, description = _serving_inputs(settings, tokenizer)
     inputs_file = os.path.join(directory, "inputs.npz")
     np.savez(inputs_file, **{f"{case}/{name}": value for case, inputs in cases.items()
                              for name, value in inputs.items()})
-    classifier = _random_classifier(settings.albert_config(), cases, settings.seed)
+    config = settings.albert_config()
+    classifier = (_fine_tuned_classifier(config, fine_tuned) if fine_tuned is not None
+                  else _random_classifier(config, cases, settings.seed))
     wanted = {row.artifact for row in rows}
     paths: Dict[str, Union[str, Dict[str, str]]] = {"saved_model": _export(classifier, directory, "saved_model")}
     for policy in ("mixed_bfloat16", "bfloat16"):
@@ -334,12 +536,29 @@ def prepare_serving(settings: ServeSettings, rows: Sequence[ServeRow], directory
     loaded, signature = serving_signature(paths["saved_model"])
     reference = {case: signature(**{name: tf.constant(value) for name, value in inputs.items()})["logits"].numpy()
                  for case, inputs in cases.items()}
+    dev = None
+    if settings.eval_file is not None:
+        dev = _dev_set(settings, fine_tuned, tokenizer, signature, directory)
     del loaded
     parameter_bytes = 4 * sum(int(np.prod(variable.shape)) for variable in classifier.trainable_variables)
-    return ServeArtifacts(paths, inputs_file, description, reference, fused_ops, parameter_bytes)
+    return ServeArtifacts(paths, inputs_file, description, reference, fused_ops, parameter_bytes, dev)
 
 
-def _serving_inputs(settings: ServeSettings, directory: str):
+def _spm_model_file(settings: ServeSettings, fine_tuned: Optional[FineTuned], directory: str) -> str:
+    """`settings.spm_model_file`; else the fine-tuned classifier's (the one SentencePiece model beside its
+    checkpoint); else one trained on the built-in corpus, for the random model."""
+    if settings.spm_model_file:
+        return settings.spm_model_file
+    if fine_tuned is None:
+        return train_built_in_tokenizer(directory)
+    models = [path for path in find_vocab_files(fine_tuned.contents.location) if path.endswith(".model")]
+    if len(models) != 1:
+        raise ValueError(f"serve checkpoint {settings.checkpoint} has {len(models)} SentencePiece models beside it "
+                         f"({models}); give the one it was fine-tuned with (--spm_model_file).")
+    return models[0]
+
+
+def _serving_inputs(settings: ServeSettings, tokenizer: Optional[AlbertTokenizer]):
     """({case: {input name: int32 ids}}, how they were made): every sequence exactly its case's length."""
     config = settings.albert_config()
     cases = settings.cases()
@@ -350,21 +569,23 @@ def _serving_inputs(settings: ServeSettings, directory: str):
         word_ids = {case: rng.integers(5, config.vocab_size, shape) for case, shape in shapes.items()}
         description = "random ids"
     else:
-        word_ids, description = _text_ids(settings, shapes, directory)
+        word_ids, description = _text_ids(settings, shapes, tokenizer)
     return ({case: {"input_word_ids": ids.astype(np.int32), "input_mask": np.ones(ids.shape, np.int32),
                     "input_type_ids": np.zeros(ids.shape, np.int32)} for case, ids in word_ids.items()},
             description)
 
 
-def _text_ids(settings: ServeSettings, shapes: Dict[str, tuple], directory: str):
-    """The word ids of built-in corpus text for every case: one docstring a sequence, each long enough to fill it."""
-    spm_model_file = settings.spm_model_file or train_built_in_tokenizer(directory)
-    tokenizer = AlbertTokenizer(spm_model_file=spm_model_file)
+def _check_vocabulary(settings: ServeSettings, tokenizer: AlbertTokenizer) -> None:
     vocab_size = settings.albert_config().vocab_size
     if tokenizer.vocab_size > vocab_size:
-        raise ValueError(f"The SentencePiece model {spm_model_file} has {tokenizer.vocab_size} pieces, more than the "
-                         f"model's vocab_size={vocab_size}; give one of at most that many (--spm_model_file) or "
-                         "random inputs.")
+        raise ValueError(f"The SentencePiece model {tokenizer.spm_model_file} has {tokenizer.vocab_size} pieces, more "
+                         f"than the model's vocab_size={vocab_size}; give one of at most that many (--spm_model_file) "
+                         "or random inputs.")
+
+
+def _text_ids(settings: ServeSettings, shapes: Dict[str, tuple], tokenizer: AlbertTokenizer):
+    """The word ids of built-in corpus text for every case: one docstring a sequence, each long enough to fill it."""
+    _check_vocabulary(settings, tokenizer)
     documents = (" ".join(sentences) for _, sentences in corpora.iter_sourced_documents())
     word_ids = {}
     for case, (batch, length) in shapes.items():
@@ -379,7 +600,49 @@ def _text_ids(settings: ServeSettings, shapes: Dict[str, tuple], directory: str)
                 rows.append(encoded["input_word_ids"])
         word_ids[case] = np.array(rows)
     return word_ids, (f"built-in corpus text (standard-library docstrings, one a sequence, cut to its length), "
-                      f"tokenized by {os.path.basename(spm_model_file)}")
+                      f"tokenized by {os.path.basename(tokenizer.spm_model_file)}")
+
+
+@dataclasses.dataclass
+class DevSet:
+    """The eval file's examples as the rows predict them: `inputs_file` (.npz of the three inputs [examples,
+    length], zero-padded to `length`, the longest timed length), their `label_ids` (the model's label order),
+    our float32 SavedModel's logits of each (computed here) and how they were made."""
+
+    inputs_file: str
+    length: int
+    label_ids: np.ndarray
+    reference_logits: np.ndarray
+    description: str
+
+
+def _dev_set(settings: ServeSettings, fine_tuned: FineTuned, tokenizer: AlbertTokenizer, signature,
+             directory: str, batch_size: int = 64) -> DevSet:
+    """The eval file encoded as run_classifier encodes it ([CLS] a [SEP] (b [SEP]), cut to the longest timed
+    length) and our float32 SavedModel's logits of it, in batches of similar lengths cut to their longest
+    (float32 logits do not depend on the padding, which the mask hides)."""
+    _check_vocabulary(settings, tokenizer)
+    length = max(settings.seq_lengths)
+    schema = settings.eval_schema()
+    encoded = [labeled_text.convert_example(example, index, tokenizer, length, schema, fine_tuned.labels)
+               for index, example in enumerate(fine_tuned.dev_examples)]
+    inputs = {name: np.array([example[name] for example in encoded], np.int32) for name in INPUT_NAMES}
+    label_ids = np.array([example["label_ids"] for example in encoded], np.int64)
+    inputs_file = os.path.join(directory, "dev_inputs.npz")
+    np.savez(inputs_file, **inputs)
+    lengths = inputs["input_mask"].sum(axis=1)
+    order = np.argsort(lengths, kind="stable")
+    reference = np.zeros((len(encoded), fine_tuned.num_labels), np.float32)
+    for start in range(0, len(order), batch_size):
+        chosen = order[start:start + batch_size]
+        width = int(lengths[chosen].max())
+        reference[chosen] = signature(**{name: tf.constant(value[chosen, :width])
+                                         for name, value in inputs.items()})["logits"].numpy()
+    truncated = int(np.sum(lengths == length))
+    description = (f"{len(encoded)} examples of {os.path.basename(settings.eval_file)}, encoded as run_classifier "
+                   f"encodes them, cut to {length} tokens ({truncated} reach it), each predicted alone at batch 1 at "
+                   f"its own length (TFLite and XLA: padded to {length})")
+    return DevSet(inputs_file, length, label_ids, reference, description)
 
 
 def _random_classifier(config: AlbertConfig, cases: Dict[str, Dict[str, np.ndarray]], seed: int):
@@ -400,7 +663,8 @@ def _random_classifier(config: AlbertConfig, cases: Dict[str, Dict[str, np.ndarr
 
 def _in_policy(classifier, settings: ServeSettings, policy: str):
     """A copy of `classifier` built under the Keras dtype policy `policy`, its weights cast to that policy's."""
-    copy = AlbertClassifier(settings.albert_config(), num_labels=NUM_LABELS, dropout_rate=0.0, dtype=policy)
+    copy = AlbertClassifier(settings.albert_config(), num_labels=classifier.num_labels, dropout_rate=0.0,
+                            dtype=policy)
     for target, source in zip(copy.variables, classifier.variables, strict=True):
         if target.path != source.path:
             raise RuntimeError(f"The {policy} classifier's variable {target.path} stands where the float32 one has "
@@ -529,8 +793,32 @@ def _record(row: ServeRow, runs: List[dict], artifacts: ServeArtifacts, settings
         "threads": {"intra_op": last["threads"], "inter_op": 1},
         "versions": {name: last[name] for name in _VERSIONS if last.get(name)},
         "details": {name: last[name] for name in _DETAILS if last.get(name)}, "load_average": load_average(),
-        "runs": [{name: value for name, value in run.items() if name != "logits"} for run in runs]})
+        "runs": [{name: value for name, value in run.items() if name not in ("logits", "dev_logits")}
+                 for run in runs]})
+    dev_runs = [run for run in runs if "dev_logits" in run]
+    if artifacts.dev is not None and dev_runs:
+        record.update(dev_fields(np.asarray(dev_runs[0]["dev_logits"], np.float64), artifacts.dev))
+        record["dev_mcnemar_p"] = None  # run_serving's, for a row that is not float32
     return record
+
+
+def dev_fields(logits: np.ndarray, dev: DevSet) -> dict:
+    """A row's dev-set figures from its logits of every example: its accuracy, our float32 SavedModel's, the drop
+    in points (float32's minus the row's), the fraction of equal predictions, the largest logit difference and
+    McNemar's discordant counts against float32 (`discordant_pairs`)."""
+    if logits.shape != dev.reference_logits.shape:
+        raise RuntimeError(f"A serve row answered dev logits of shape {list(logits.shape)}, not "
+                           f"{list(dev.reference_logits.shape)}.")
+    predictions, reference = logits.argmax(-1), dev.reference_logits.argmax(-1)
+    accuracy = float(np.mean(predictions == dev.label_ids))
+    reference_accuracy = float(np.mean(reference == dev.label_ids))
+    float32_only, row_only = discordant_pairs(dev.label_ids, reference, predictions)
+    return {"dev_examples": len(dev.label_ids), "dev_accuracy": accuracy, "dev_accuracy_float32": reference_accuracy,
+            "dev_accuracy_drop_points": 100 * (reference_accuracy - accuracy),
+            "dev_prediction_agreement": float(np.mean(predictions == reference)),
+            "dev_max_abs_logit_drift": float(np.abs(logits - dev.reference_logits).max()),
+            "dev_discordant": {"float32_right_only": float32_only, "row_right_only": row_only},
+            "dev_inputs": dev.description}
 
 
 def _logit_drift(logits: Dict[str, list], reference: Dict[str, np.ndarray]):

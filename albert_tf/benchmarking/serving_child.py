@@ -1,12 +1,17 @@
 """One row of the `serve` workload (albert_tf/benchmarking/serving.py) in a Python process of its own:
 
     python -m albert_tf.benchmarking.serving_child SPEC_JSON
+    python -m albert_tf.benchmarking.serving_child mcnemar '{"discordant": [[b, c], ...], "report_packages": DIR}'
 
 The row's runtime loads its artifact as a deployment would and answers the parent's inputs (`time_serving`): the
 first answer at batch 1 on the shortest length, timed from the process's start (the imports, the load and the
 first call); then, per case (batch 1 at each length, then the batch), `warmup_runs` calls and the timed ones. The
 record (seconds of every call, the logits of every case, the peak RSS, the versions) is printed after
-peer_protocol.RECORD_MARKER; the parent computes the figures and the drift.
+peer_protocol.RECORD_MARKER; the parent computes the figures and the drift. With a dev set in the spec, the row
+then predicts each of its examples once, untimed, at batch 1 (`predict_dev`), and the record holds their logits.
+
+`mcnemar` computes McNemar's exact p-values for the parent, with scipy from the report's packages: a process of
+TensorFlow must not import scipy (albert_tf/experiments/write_report.py says why).
 
 Runtimes: "tensorflow" (the SavedModel's serving_default signature), "xla" (that signature in a tf.function with
 jit_compile=True), "tflite" (one model per length; LiteRT's interpreter where ai_edge_litert is installed, else
@@ -22,7 +27,7 @@ import json
 import os
 import sys
 import time
-from typing import Callable, Dict, Tuple
+from typing import Callable, Dict, List, Tuple
 
 import numpy as np
 import psutil
@@ -77,9 +82,52 @@ def time_serving(spec: dict, load: Callable[[dict], Tuple[Predictor, dict]]) -> 
             start = time.perf_counter()
             logits[case] = predict(cases[case])
             seconds[case].append(time.perf_counter() - start)
-    return {"row": spec["row"], "first_answer_seconds": first_answer_seconds, "seconds": seconds,
-            "logits": {case: np.asarray(values, np.float64).tolist() for case, values in logits.items()},
-            "peak_rss_mb": peak_rss_mb(), "threads": spec["threads"], **details}
+    record = {"row": spec["row"], "first_answer_seconds": first_answer_seconds, "seconds": seconds,
+              "logits": {case: np.asarray(values, np.float64).tolist() for case, values in logits.items()},
+              "peak_rss_mb": peak_rss_mb(), "threads": spec["threads"], **details}
+    if spec.get("dev"):
+        start = time.perf_counter()
+        record["dev_logits"] = predict_dev(predict, spec["dev"]).tolist()
+        record["dev_seconds"] = time.perf_counter() - start
+    return record
+
+
+def predict_dev(predict: Predictor, dev: dict) -> np.ndarray:
+    """The logits of every example of the dev set (`dev["inputs_file"]`: the inputs zero-padded to one length),
+    each alone at batch 1: cut to its own length, or padded to `dev["fixed_length"]` where that is set (a runtime
+    of fixed shapes).
+
+    Example:
+    >>> import tempfile, os
+    >>> path = os.path.join(tempfile.mkdtemp(), "dev.npz")
+    >>> np.savez(path, input_word_ids=np.array([[2, 7, 3, 0], [2, 7, 8, 3]]), input_mask=np.array([[1, 1, 1, 0],
+    ...          [1, 1, 1, 1]]), input_type_ids=np.zeros((2, 4), np.int32))
+    >>> lengths = lambda inputs: np.array([[inputs["input_word_ids"].shape[1], 0.0]])
+    >>> predict_dev(lengths, {"inputs_file": path, "fixed_length": None})[:, 0].tolist()
+    [3.0, 4.0]
+    >>> predict_dev(lengths, {"inputs_file": path, "fixed_length": 4})[:, 0].tolist()
+    [4.0, 4.0]
+    """
+    with np.load(dev["inputs_file"]) as arrays:
+        inputs = {name: arrays[name] for name in arrays.files}
+    lengths = inputs["input_mask"].sum(axis=1)
+    logits = []
+    for index, length in enumerate(lengths):
+        width = dev["fixed_length"] or int(length)
+        example = {name: np.ascontiguousarray(value[index:index + 1, :width]) for name, value in inputs.items()}
+        logits.append(np.asarray(predict(example), np.float64)[0])
+    return np.array(logits)
+
+
+def mcnemar_p_values(spec: dict) -> List[float]:
+    """The exact two-sided McNemar p-value of each [b, c] of `spec["discordant"]` (the examples only the
+    reference gets right, only the other gets right): scipy.stats.binomtest(b, b + c, 0.5), 1 where b + c is 0.
+    scipy comes from `spec["report_packages"]` (.venv/report), which no TensorFlow process has on its path."""
+    if spec["report_packages"] not in sys.path:
+        sys.path.append(spec["report_packages"])
+    from scipy.stats import binomtest
+
+    return [float(binomtest(b, b + c, 0.5).pvalue) if b + c else 1.0 for b, c in spec["discordant"]]
 
 
 def _model_feeds(inputs: Dict[str, np.ndarray], names_and_dtypes) -> Dict[str, np.ndarray]:
@@ -163,6 +211,9 @@ _LOADERS = {"tensorflow": _tensorflow, "xla": _tensorflow, "tflite": _tflite, "o
 
 
 def main(argv):
+    if argv[0] == "mcnemar":
+        print(RECORD_MARKER + json.dumps({"p_values": mcnemar_p_values(json.loads(argv[1]))}))
+        return
     spec, = argv
     spec = json.loads(spec)
     # After site-packages, so nothing there (the onnx extra's directory) shadows the environment's own packages.

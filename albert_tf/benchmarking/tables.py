@@ -1,7 +1,7 @@
 """Markdown reports of benchmark records, and loss curves compared against a reference run."""
 
 import statistics
-from typing import Dict, Sequence
+from typing import Dict, List, Sequence
 
 
 def _number(value, digits=1):
@@ -107,7 +107,9 @@ def serve_table(records: Sequence[dict]) -> str:
     """The serve workload as a Markdown table, a row per record that ran: the file, the batch-1 latencies (median
     over the repeats, the medians' spread, the 95th percentile), the batch's sequences/s (median (min-max)), the
     peak RSS, the time to the first answer, the logits' largest drift from our float32 SavedModel and the argmax
-    agreement; then a line per skipped row with its reason, and the CPU, threads and inputs.
+    agreement; with a dev set (the serve workload's eval file), also each row's dev accuracy, its drop in points
+    against our float32 SavedModel, the agreement of their predictions and McNemar's p-value; then a line per
+    skipped row with its reason, the CPU, threads and inputs, and the dev set.
 
     Example:
     >>> print(serve_table([{"configuration": "ours, ONNX in onnxruntime", "precision": "float32", "file_mb": 47.6,
@@ -129,13 +131,15 @@ def serve_table(records: Sequence[dict]) -> str:
     CPU: EPYC; 2 operation threads a row, inter-op 1; inputs: random ids; 2026-12-05.
     """
     ran = [record for record in records if "skipped" not in record]
+    with_dev = any("dev_accuracy" in record for record in ran)
     lines = []
     if ran:
         first = ran[0]
         lengths, batch = first["seq_lengths"], first["batch_size"]
         header = (["path", "precision", "file MB"] + [f"b1 x {length} ms: median (min-max), p95" for length in lengths]
                   + [f"b{batch} x {lengths[-1]} seq/s", "peak RSS MB", "first answer s", "max logit drift",
-                     "argmax agreement"])
+                     "argmax agreement"]
+                  + ["dev accuracy", "drop (points)", "dev agreement", "McNemar p"] * with_dev)
         lines += ["| " + " | ".join(header) + " |", "|---" * len(header) + "|"]
         for record in ran:
             latencies = [f"{_number(record[f'latency_ms_b1x{length}_median'])} "
@@ -148,6 +152,8 @@ def serve_table(records: Sequence[dict]) -> str:
                         f"{_number(record[throughput + '_max'])})", _number(record["peak_rss_mb"], 0),
                         _number(record["first_answer_seconds_median"]), f"{record['max_abs_logit_drift']:.1e}",
                         f"{100 * record['prediction_agreement']:.1f}%"])
+            if with_dev:
+                cells += _dev_cells(record)
             lines.append("| " + " | ".join(cells) + " |")
     skipped = [f"{record['configuration']} ({record['skipped']})" for record in records if "skipped" in record]
     if skipped:
@@ -156,7 +162,22 @@ def serve_table(records: Sequence[dict]) -> str:
         threads = ran[0]["threads"]
         lines.append(f"CPU: {ran[0]['cpu_model']}; {threads['intra_op']} operation threads a row, inter-op "
                      f"{threads['inter_op']}; inputs: {ran[0]['inputs']}; {ran[0]['date'][:10]}.")
+    dev = next((record for record in ran if "dev_accuracy" in record), None)
+    if dev:
+        lines.append(f"Dev set: {dev['dev_inputs']}; our float32 SavedModel's accuracy "
+                     f"{100 * dev['dev_accuracy_float32']:.2f}%; the drop and McNemar's exact p-value (on the "
+                     "examples only one of the two gets right) are against it.")
     return "\n".join(lines)
+
+
+def _dev_cells(record: dict) -> List[str]:
+    """A serve record's dev accuracy, its drop in points against our float32 SavedModel, the agreement of their
+    predictions and McNemar's p-value (a float32 row has none); blanks for a record without a dev set."""
+    if "dev_accuracy" not in record:
+        return ["—"] * 4
+    p_value = record.get("dev_mcnemar_p")
+    return [f"{100 * record['dev_accuracy']:.2f}%", f"{record['dev_accuracy_drop_points']:+.2f}",
+            f"{100 * record['dev_prediction_agreement']:.1f}%", "—" if p_value is None else f"{p_value:.2g}"]
 
 
 def compare_curves(curves: Dict[str, Dict[int, float]], reference: str) -> Dict[str, Dict[str, float]]:

@@ -1,22 +1,29 @@
 """The serve workload (albert_tf/benchmarking/serving.py): its settings, the rows interleaved and skipped, the records'
-figures and drift, the rows' child processes, and end to end through run_scripts.benchmark on a tiny model with a
-float32 row of every runtime, ours and Hugging Face's."""
+figures and drift, the dev set's accuracy and McNemar's test, the rows' child processes, and end to end through
+run_scripts.benchmark on a tiny fine-tuned classifier (as run_classifier leaves it) and its dev file, with a float32
+row of every runtime, ours and Hugging Face's."""
 import dataclasses
 import json
 import logging
+import re
 
 import numpy as np
 import pytest
+import tensorflow as tf
 
 from albert_tf import AlbertConfig
 from albert_tf.benchmarking import serving
 from albert_tf.benchmarking.child_process import ChildRun
-from albert_tf.benchmarking.serving import (ROW_NAMES, SERVE_ROWS, ServeArtifacts, ServeSettings, run_row_child,
+from albert_tf.benchmarking.serving import (ROW_NAMES, SERVE_ROWS, DevSet, ServeArtifacts, ServeSettings, dev_fields,
+                                            discordant_pairs, mcnemar_p_values, read_fine_tuned, run_row_child,
                                             run_serving, serve_rows, skip_reason)
 from albert_tf.benchmarking.tables import serve_table
+from albert_tf.models.classifier import AlbertClassifier
 from albert_tf.tokenization import AlbertTokenizer
+from albert_tf.training.checkpointing import TrainingCheckpoints
 from albert_tf.training.compile_choice import cpu_model_name
-from tests.helpers import run_script, tiny_config_values
+from data_gen.readers.glue import encode_text_pair
+from tests.helpers import randomize, run_script, tiny_config_values
 
 TINY = tiny_config_values(vocab_size=120, embedding_size=16, hidden_size=32, num_hidden_layers=2,
                           num_attention_heads=2, intermediate_size=64, max_position_embeddings=64,
@@ -33,6 +40,52 @@ FIELDS = ("workload", "row", "configuration", "implementation", "runtime", "prec
           "date", "runs")
 # A package no environment has: the rows that need it must be skipped.
 ABSENT_PACKAGE = "albert_tf_serve_test_absent_package"
+LABELS = ("bird", "cat", "dog")
+DEV_FIELDS = ("dev_examples", "dev_accuracy", "dev_accuracy_float32", "dev_accuracy_drop_points",
+              "dev_prediction_agreement", "dev_max_abs_logit_drift", "dev_discordant", "dev_mcnemar_p", "dev_inputs")
+# A hand-made dev set of 20 examples and 3 labels: 10 only float32 gets right, 2 only the other row, 4 both, and 4
+# neither (3 of them with the same wrong answer).
+HAND_LABELS = np.array([0] * 10 + [1] * 2 + [2] * 4 + [0] * 4)
+HAND_FLOAT32 = np.array([0] * 10 + [0] * 2 + [2] * 4 + [1, 1, 1, 2])
+HAND_OTHER = np.array([1] * 10 + [1] * 2 + [2] * 4 + [1, 1, 1, 1])
+# McNemar's exact two-sided p-value of 10 against 2: 2 * P(X <= 2), X ~ Binomial(12, 1/2).
+HAND_P_VALUE = 2 * (1 + 12 + 66) / 2 ** 12
+
+
+def _write_fine_tuned(directory):
+    """A 3-label classifier of TINY as run_classifier leaves it: ckpt-5 (the Trainer's checkpoint), its
+    albert_config.json and labels.txt. Its weights are random (helpers.randomize: every one matters, none exactly
+    0 or 1), its head rescaled so the logits over random ids are centred and of unit root mean square: each label
+    is predicted for some texts, and a drift of 1e-2 is 1% of a logit."""
+    config = AlbertConfig(**TINY)
+    model = AlbertClassifier(config, num_labels=len(LABELS), dropout_rate=0.0)
+    ids = np.random.default_rng(0).integers(5, config.vocab_size, (64, 24)).astype(np.int32)
+    inputs = {"input_word_ids": ids, "input_mask": np.ones_like(ids), "input_type_ids": np.zeros_like(ids)}
+    model(inputs, training=False)
+    randomize(model)
+    logits = model(inputs, training=False).numpy()
+    scale = float(np.sqrt(np.mean((logits - logits.mean(axis=0)) ** 2)))
+    bias = model.head.output_bias.numpy()
+    model.head.output_weights.assign(model.head.output_weights / scale)
+    model.head.output_bias.assign((bias - logits.mean(axis=0)) / scale)
+    directory.mkdir(parents=True, exist_ok=True)
+    TrainingCheckpoints(tf.distribute.get_strategy(), model, None, str(directory), 1).save(5)
+    config.to_json_file(str(directory / "albert_config.json"))
+    (directory / "labels.txt").write_text("".join(f"{label}\n" for label in LABELS))
+    return model
+
+
+def _write_dev_file(path, count=40, with_labels=True):
+    """A TSV of `count` sentences of 2 to 40 words (some longer than 32 pieces), labelled from LABELS at random
+    (without `with_labels`, the sentence column alone); returns (path, the labels)."""
+    rng = np.random.default_rng(1)
+    words = "the cat sat on a mat while some dogs ran past two birds in old trees near water".split()
+    sentences = [" ".join(rng.choice(words, rng.integers(2, 40))) for _ in range(count)]
+    labels = [LABELS[index] for index in rng.integers(len(LABELS), size=count)]
+    lines = (["sentence\tlabel"] + [f"{sentence}\t{label}" for sentence, label in zip(sentences, labels)]
+             if with_labels else ["sentence"] + sentences)
+    path.write_text("".join(line + "\n" for line in lines))
+    return path, labels
 
 
 def _settings(**overrides):
@@ -86,7 +139,7 @@ def _fake_artifacts(settings):
 def test_rows_run_interleaved_skip_what_cannot_run_and_record_every_figure(monkeypatch, caplog):
     settings = _settings(repeats=3)
     artifacts = _fake_artifacts(settings)
-    monkeypatch.setattr(serving, "prepare_serving", lambda settings, rows, directory: artifacts)
+    monkeypatch.setattr(serving, "prepare_serving", lambda settings, rows, directory, **_: artifacts)
     monkeypatch.setattr(serving, "_bytes", lambda path: 2_500_000)
     monkeypatch.setattr(serving, "cpu_bfloat16_units", lambda: False)
     monkeypatch.setattr(serving, "SERVE_ROWS", tuple(
@@ -94,9 +147,10 @@ def test_rows_run_interleaved_skip_what_cannot_run_and_record_every_figure(monke
         for row in SERVE_ROWS))
     calls = []
 
-    def fake_run(row, artifacts, settings):
+    def fake_run(row, artifacts, settings, predict_dev):
         """A child's record: every call's seconds from the run's number; the batch's last logit off by 0.125 in
         the TFLite rows, and the first sequence's two logits swapped in the int8 ones."""
+        assert not predict_dev  # no dev set
         calls.append(row.name)
         scale = 1 + len(calls) % 3
         logits = {case: values.copy() for case, values in artifacts.reference_logits.items()}
@@ -121,6 +175,7 @@ def test_rows_run_interleaved_skip_what_cannot_run_and_record_every_figure(monke
             assert set(record) >= {"configuration", "skipped", "cpu_model"} and "latency_ms_b1x16_median" not in record
             continue
         assert set(FIELDS) <= set(record), sorted(set(FIELDS) - set(record))
+        assert not set(DEV_FIELDS) & set(record)
         assert record["repeats"] == 3 and record["cpu_model"] == cpu_model_name()
         assert record["file_mb"] == 2.5 and record["parameter_mb"] == 4.0 and record["inputs"] == "random ids"
     by_row = {record["row"]: record for record in records}
@@ -144,6 +199,94 @@ def test_rows_run_interleaved_skip_what_cannot_run_and_record_every_figure(monke
     table = serve_table(records).splitlines()
     assert table[0].startswith("| path | precision | file MB | b1 x 16 ms: median (min-max), p95 |")
     assert len(table) == 2 + len(runnable) + 3 and table[-2].startswith("Skipped: ours, SavedModel mixed_bfloat16")
+
+
+def _hand_dev_set(directory="/artifacts"):
+    return DevSet(f"{directory}/dev_inputs.npz", 32, HAND_LABELS, np.eye(3)[HAND_FLOAT32], "20 hand-made examples")
+
+
+def test_mcnemar_counts_the_discordant_examples_and_tests_them_exactly():
+    assert discordant_pairs(HAND_LABELS, HAND_FLOAT32, HAND_OTHER) == (10, 2)
+    assert discordant_pairs(HAND_LABELS, HAND_OTHER, HAND_FLOAT32) == (2, 10)
+    fields = dev_fields(2 * np.eye(3)[HAND_OTHER], _hand_dev_set())
+    assert fields == {"dev_examples": 20, "dev_accuracy": pytest.approx(0.30),
+                      "dev_accuracy_float32": pytest.approx(0.70), "dev_accuracy_drop_points": pytest.approx(40.0),
+                      "dev_prediction_agreement": pytest.approx(0.35), "dev_max_abs_logit_drift": 2.0,
+                      "dev_inputs": "20 hand-made examples",
+                      "dev_discordant": {"float32_right_only": 10, "row_right_only": 2}}
+    # Symmetric in b and c; no discordant pair, or as many each way, is no evidence of a difference.
+    assert mcnemar_p_values([(10, 2), (2, 10), (3, 3), (0, 0), (0, 5)]) == pytest.approx(
+        [HAND_P_VALUE, HAND_P_VALUE, 1.0, 1.0, 2 / 2 ** 5])
+    assert mcnemar_p_values([]) == []
+
+
+def test_each_rows_first_run_predicts_the_dev_set_and_a_row_not_float32_gets_mcnemars_test(monkeypatch):
+    settings = _settings(repeats=2, rows=["ours_saved_model", "ours_tflite_float32", "ours_onnx_int8"])
+    artifacts = dataclasses.replace(_fake_artifacts(settings), dev=_hand_dev_set())
+    monkeypatch.setattr(serving, "prepare_serving", lambda settings, rows, directory, **_: artifacts)
+    monkeypatch.setattr(serving, "_bytes", lambda path: 1_000_000)
+    monkeypatch.setattr(serving, "skip_reason", lambda row: None)
+    calls = []
+
+    def fake_run(row, artifacts, settings, predict_dev):
+        calls.append((row.name, predict_dev))
+        record = {"row": row.name, "first_answer_seconds": 1.0, "peak_rss_mb": 100.0, "threads": 2,
+                  "seconds": {case: [0.001] * 2 for case in CASES},
+                  "logits": {case: values.tolist() for case, values in artifacts.reference_logits.items()}}
+        if predict_dev:
+            classes = HAND_OTHER if row.precision == "int8" else HAND_FLOAT32
+            record.update(dev_logits=np.eye(3)[classes].tolist(), dev_seconds=0.5)
+        return record
+
+    records = {record["row"]: record for record in run_serving(settings, run_row=fake_run)}
+    assert calls == [(name, True) for name in settings.rows] + [(name, False) for name in settings.rows]
+    for name in ("ours_saved_model", "ours_tflite_float32"):
+        record = records[name]
+        assert set(DEV_FIELDS) <= set(record) and record["dev_mcnemar_p"] is None
+        assert record["dev_accuracy"] == record["dev_accuracy_float32"] == pytest.approx(0.70)
+        assert record["dev_prediction_agreement"] == 1.0 and record["dev_accuracy_drop_points"] == 0.0
+        assert "dev_logits" not in record["runs"][0] and record["runs"][0]["dev_seconds"] == 0.5
+    int8 = records["ours_onnx_int8"]
+    assert int8["dev_accuracy"] == pytest.approx(0.30) and int8["dev_accuracy_drop_points"] == pytest.approx(40.0)
+    assert int8["dev_discordant"] == {"float32_right_only": 10, "row_right_only": 2}
+    assert int8["dev_mcnemar_p"] == pytest.approx(HAND_P_VALUE)
+    table = serve_table(list(records.values())).splitlines()
+    assert table[0].endswith("| dev accuracy | drop (points) | dev agreement | McNemar p |")
+    assert table[2].endswith("| 70.00% | +0.00 | 100.0% | — |")
+    assert table[4].endswith("| 30.00% | +40.00 | 35.0% | 0.039 |")
+    assert table[-1].startswith("Dev set: 20 hand-made examples; our float32 SavedModel's accuracy 70.00%;")
+
+
+def test_a_checkpoint_or_eval_file_that_cannot_be_used_is_refused_in_one_sentence(tmp_path):
+    missing = str(tmp_path / "no_run")
+    with pytest.raises(ValueError, match=rf"^serve checkpoint {re.escape(missing)} does not exist: give a "
+                                         r"fine-tuned classifier's output directory or checkpoint prefix "
+                                         r"\(--serve_checkpoint\)\.$"):
+        _settings(checkpoint=missing)
+    with pytest.raises(ValueError, match=rf"^serve eval_file {re.escape(missing)}\.tsv scores a fine-tuned "
+                                         r"classifier: give its checkpoint too \(--serve_checkpoint\)\.$"):
+        _settings(eval_file=missing + ".tsv")
+    run = tmp_path / "run"
+    _write_fine_tuned(run)
+    with pytest.raises(ValueError, match=rf"^serve eval_file {re.escape(missing)}\.tsv does not exist "
+                                         r"\(--serve_eval_file\)\.$"):
+        _settings(checkpoint=str(run), eval_file=missing + ".tsv")
+    unlabelled, _ = _write_dev_file(tmp_path / "unlabelled.tsv", with_labels=False)
+    with pytest.raises(ValueError, match=rf"^{re.escape(str(unlabelled))}:1: the header has no column 'label' "
+                                         r"\(--serve_label_field\); its columns are \['sentence'\]\.$"):
+        read_fine_tuned(_settings(checkpoint=str(run), eval_file=str(unlabelled)))
+    dev_file, _ = _write_dev_file(tmp_path / "dev.tsv")
+    fine_tuned = read_fine_tuned(_settings(checkpoint=str(run / "ckpt-5"), eval_file=str(dev_file)))
+    assert fine_tuned.num_labels == 3 and fine_tuned.labels == LABELS and len(fine_tuned.dev_examples) == 40
+    (run / "labels.txt").write_text("bird\ncat\n")
+    with pytest.raises(ValueError, match=rf"^{re.escape(str(run / 'labels.txt'))} names 2 labels, but the "
+                                         r"classifier head of .*ckpt-5 has 3\.$"):
+        read_fine_tuned(_settings(checkpoint=str(run), eval_file=str(dev_file)))
+    (run / "labels.txt").unlink()
+    with pytest.raises(ValueError, match=r"^serve checkpoint .*ckpt-5 has no labels\.txt beside it \(run_classifier "
+                                         r"writes the model's labels in its output directory\), so the eval file's "
+                                         r"labels cannot be matched to its outputs\.$"):
+        read_fine_tuned(_settings(checkpoint=str(run), eval_file=str(dev_file)))
 
 
 def test_each_row_runs_its_runtime_in_a_child_with_the_cases_and_the_onnx_extra(monkeypatch):
@@ -171,32 +314,50 @@ OTHER_ROWS = ("ours_saved_model_bfloat16", "ours_onnx_int8")
 
 
 @pytest.mark.slow
-def test_benchmark_serves_a_float32_row_of_every_runtime_on_the_same_answers(tmp_path, spm_model_file):
-    """Beside them, a bfloat16 and an int8 row, whose answers move by about their precision."""
-    config_file = tmp_path / "tiny_config.json"
-    AlbertConfig(**TINY).to_json_file(str(config_file))
+def test_benchmark_serves_a_fine_tuned_classifier_by_every_runtime_on_the_same_answers(tmp_path, spm_model_file):
+    """A float32 row of every runtime, and beside them a bfloat16 and an int8 row, whose answers move by about their
+    precision; each predicts the dev file: the float32 rows exactly as our SavedModel, the others with McNemar's
+    test. The model is a checkpoint as run_classifier leaves it, its config read from beside it."""
+    model = _write_fine_tuned(tmp_path / "run")
+    dev_file, dev_labels = _write_dev_file(tmp_path / "dev.tsv")
     output_json = tmp_path / "serve.json"
     result = run_script(
-        "benchmark", "--workloads=serve", f"--albert_config_file={config_file}", "--compare_peers=transformers",
-        f"--serve_rows={','.join(FLOAT32_ROWS + OTHER_ROWS)}", "--serve_seq_lengths=16,32",
-        f"--serve_batch_size={BATCH}", "--serve_runs=2", "--serve_batch_runs=1", "--serve_warmup_runs=1",
-        "--repeats=1", f"--spm_model_file={spm_model_file}", f"--work_dir={tmp_path / 'work'}",
-        f"--output_json={output_json}", timeout=600)
+        "benchmark", "--workloads=serve", f"--serve_checkpoint={tmp_path / 'run'}", f"--serve_eval_file={dev_file}",
+        "--compare_peers=transformers", f"--serve_rows={','.join(FLOAT32_ROWS + OTHER_ROWS)}",
+        "--serve_seq_lengths=16,32", f"--serve_batch_size={BATCH}", "--serve_runs=2", "--serve_batch_runs=1",
+        "--serve_warmup_runs=1", "--repeats=1", f"--spm_model_file={spm_model_file}",
+        f"--work_dir={tmp_path / 'work'}", f"--output_json={output_json}", timeout=600)
     assert result.returncode == 0, result.stderr[-3000:]
     records = {record["row"]: record for record in json.loads(output_json.read_text())}
     assert list(records) == [name for name in ROW_NAMES if name in FLOAT32_ROWS + OTHER_ROWS]
+    # Our float32 accuracy, here: the dev file encoded as run_classifier encodes it, cut to the longest length.
+    tokenizer = AlbertTokenizer(spm_model_file=spm_model_file)
+    sentences = [line.split("\t")[0] for line in dev_file.read_text().splitlines()[1:]]
+    encoded = [encode_text_pair(tokenizer, sentence, None, 32) for sentence in sentences]
+    logits = model({name: np.array([example[name] for example in encoded], np.int32)
+                    for name in ("input_word_ids", "input_mask", "input_type_ids")}, training=False).numpy()
+    accuracy = np.mean(logits.argmax(-1) == np.array([LABELS.index(label) for label in dev_labels]))
+    assert 0 < accuracy < 1 and len(set(logits.argmax(-1))) > 1
     for name, record in records.items():
         if "skipped" in record:  # only where a package or the CPU's bfloat16 units are missing
             print(f"skipped {name}: {record['skipped']}")
             continue
-        assert set(FIELDS) <= set(record), sorted(set(FIELDS) - set(record))
+        assert set(FIELDS + DEV_FIELDS) <= set(record), sorted(set(FIELDS + DEV_FIELDS) - set(record))
+        assert record["preset"] == f"fine-tuned {tmp_path / 'run'}"
         assert record["latency_ms_b1x16_median"] > 0 and record["throughput_seq_per_s_b4x32_median"] > 0
         assert 0 < record["first_answer_seconds_median"] < 120 and 20 < record["peak_rss_mb"] < 4000
         assert record["file_mb"] > 0.3 * record["parameter_mb"] and record["inputs"].startswith("built-in corpus text")
+        assert record["dev_examples"] == 40 and record["dev_accuracy_float32"] == pytest.approx(accuracy)
         if record["precision"] == "float32":
             assert record["max_abs_logit_drift"] < 1e-4 and record["prediction_agreement"] == 1.0, record
+            assert record["dev_max_abs_logit_drift"] < 1e-4 and record["dev_prediction_agreement"] == 1.0, record
+            assert record["dev_accuracy"] == record["dev_accuracy_float32"] and record["dev_mcnemar_p"] is None
         else:  # the logits move, by about the precision of bfloat16 or int8 at unit logits
             assert 1e-4 < record["max_abs_logit_drift"] < 0.2, (name, record["max_abs_logit_drift"])
+            assert 1e-4 < record["dev_max_abs_logit_drift"] < 0.2, (name, record["dev_max_abs_logit_drift"])
+            float32_only, row_only = record["dev_discordant"].values()
+            assert record["dev_accuracy"] == pytest.approx(accuracy + (row_only - float32_only) / 40)
+            assert 0 < record["dev_mcnemar_p"] <= 1 and (record["dev_mcnemar_p"] == 1) == (float32_only == row_only)
     assert records["ours_saved_model"]["max_abs_logit_drift"] < 1e-6  # the reference's own path
     assert records["hf_torch"]["versions"].keys() == {"torch", "transformers"}
     assert "tensorflow" in records["ours_xla"]["versions"]
@@ -218,6 +379,7 @@ def test_benchmark_serves_a_float32_row_of_every_runtime_on_the_same_answers(tmp
     table = [line for line in result.stdout.splitlines() if line.startswith("|")]
     assert table[0].startswith("| path | precision | file MB |") and len(table) == 2 + sum(
         "skipped" not in record for record in records.values())
+    assert table[0].endswith("| dev accuracy | drop (points) | dev agreement | McNemar p |")
 
 
 @pytest.mark.slow
@@ -225,6 +387,14 @@ def test_benchmark_refuses_a_bad_serve_flag_in_one_line(tmp_path):
     result = run_script("benchmark", "--workloads=serve", "--serve_rows=ours_onnx,ours_gpu", "--serve_runs=0")
     assert result.returncode == 1
     assert result.stderr.strip().splitlines()[-1].startswith("error: serve setting runs must be an integer")
+    _write_fine_tuned(tmp_path / "run")
+    dev_file, _ = _write_dev_file(tmp_path / "dev.tsv")
+    result = run_script("benchmark", "--workloads=serve", f"--serve_checkpoint={tmp_path / 'run'}",
+                        f"--serve_eval_file={dev_file}", "--serve_label_field=topic", "--serve_seq_lengths=16,32")
+    assert result.returncode == 1
+    assert result.stderr.strip().splitlines()[-1] == (
+        f"error: {dev_file}:1: the header has no column 'topic' (--serve_label_field); its columns are "
+        "['sentence', 'label'].")
     result = run_script("benchmark", "--workloads=serve", "--serve_rows=ours_onnx,hf_torch")
     assert result.returncode == 1
     assert result.stderr.strip().splitlines()[-1] == (
