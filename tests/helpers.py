@@ -8,7 +8,6 @@ import re
 import signal
 import string
 import subprocess
-import sys
 import time
 
 import numpy as np
@@ -18,6 +17,7 @@ import tensorflow as tf
 from albert_tf import AlbertConfig
 from albert_tf.checkpoints.tf1_names import model_variable_map
 from data_gen.pretraining import build_vocab
+from tests import forked_scripts
 
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 TOY_SCRIPT = os.path.join(REPO_ROOT, "tests", "_toy_training.py")
@@ -83,11 +83,14 @@ def run_python(*arguments, timeout=600, **env):
     """Runs this Python with `arguments` from the repository root; output is captured as text.
 
     TensorFlow's C++ logs are quiet (TF_CPP_MIN_LOG_LEVEL=2) unless `env` says otherwise; `env` adds to
-    the environment (e.g. CUDA_VISIBLE_DEVICES="").
+    the environment (e.g. CUDA_VISIBLE_DEVICES=""). The program is a fork of a process that has imported
+    TensorFlow already where that stands for a fresh one (tests/forked_scripts.py).
     """
-    environment = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2", **env}
-    return subprocess.run([sys.executable, *arguments], cwd=REPO_ROOT, env=environment, capture_output=True,
-                          text=True, timeout=timeout)
+    return forked_scripts.run(arguments, env=_environment(env), timeout=timeout)
+
+
+def _environment(env):
+    return {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2", **env}
 
 
 def guide_snippet(name, guide="export.md"):
@@ -107,9 +110,8 @@ def run_script(name, *flags, timeout=600, **env):
 def start_script(name, *flags, **env):
     """Starts `python -m run_scripts.<name> *flags` as run_python would run it, and returns the process at once:
     its stderr is a text pipe to read as it runs (to signal it at a given point), its stdout is discarded."""
-    environment = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2", **env}
-    return subprocess.Popen([sys.executable, "-m", f"run_scripts.{name}", *flags], cwd=REPO_ROOT, env=environment,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    return forked_scripts.popen(["-m", f"run_scripts.{name}", *flags], env=_environment(env),
+                                stdout=subprocess.DEVNULL)
 
 
 def sigterm_on_log_line(process, marker, timeout=300):

@@ -1,0 +1,331 @@
+"""Runs the tests' Python programs as forks of a process that has imported TensorFlow and the project already.
+
+About a hundred tests run a script as a user would (`python -m run_scripts.<name>`), and each such process spent
+3-4 CPU-seconds importing TensorFlow, Keras and the project before its first line: a quarter of the suite's CPU
+time on 2 cores. A server per test worker (`python -m tests.forked_scripts`) imports them once and forks a child
+per program: the child gets the program's argv, working directory, environment and standard streams, runs it as
+`__main__` (`runpy`) and exits with its status, so the test sees a process of its own that it can signal, read and
+wait for. The server never runs a TensorFlow op, so each child still chooses its allocator and XLA flags as a
+fresh process does.
+
+What a fork cannot give falls back to a fresh interpreter (`popen`): an environment that differs from the
+server's in a variable read while Python or TensorFlow start (PYTHONPATH, TF_*, CUDA_*, ...), a code string
+(`-c`, most often a check of what a fresh interpreter imports), a program outside the repository, and any program
+when ALBERT_TF_TEST_FRESH_PROCESSES=1.
+"""
+
+import array
+import atexit
+import importlib
+import json
+import os
+import pkgutil
+import runpy
+import signal
+import socket
+import struct
+import subprocess
+import sys
+import threading
+import time
+import traceback
+
+REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+FRESH_PROCESSES_VARIABLE = "ALBERT_TF_TEST_FRESH_PROCESSES"
+# Variables read while the interpreter, TensorFlow or oneDNN start: a child with other values needs a fresh process.
+_START_UP_PREFIXES = ("PYTHON", "TF_CPP", "TF_ENABLE", "CUDA_", "LD_", "OMP_", "KMP_", "MALLOC_", "KERAS_",
+                      "TF_NUM_")
+_PRELOADED_PACKAGES = ("albert_tf", "data_gen")
+_HEADER = struct.Struct("!I")
+
+
+# ---- the server -------------------------------------------------------------------------------------------------
+
+def _preload():
+    """Imports TensorFlow quietly, then every module of the project's library that imports on its own."""
+    saved_stderr = os.dup(2)
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, 2)
+    try:
+        import tensorflow  # noqa: F401
+        import keras  # noqa: F401
+    finally:
+        os.dup2(saved_stderr, 2)
+        os.close(saved_stderr)
+        os.close(devnull)
+    for package_name in _PRELOADED_PACKAGES:
+        package = importlib.import_module(package_name)
+        for module in pkgutil.walk_packages(package.__path__, package_name + "."):
+            try:
+                importlib.import_module(module.name)
+            except ImportError:
+                pass  # an optional extra (onnx, Beam): the child imports it from its own path or fails as usual
+    from tensorflow.python.eager import context
+    if context.context_safe() is not None and context.context()._context_handle is not None:
+        raise RuntimeError("A preloaded module ran a TensorFlow op: the forked programs would share its allocator.")
+
+
+def _send(connection, lock, message, fds=()):
+    data = json.dumps(message).encode()
+    with lock:
+        connection.sendmsg([_HEADER.pack(len(data)) + data],
+                           [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", fds))] if fds else [])
+
+
+def _receive(connection, max_fds=0):
+    """One message and the file descriptors that came with it; None when the other side has closed."""
+    header, ancillary, _, _ = connection.recvmsg(_HEADER.size, socket.CMSG_SPACE(max_fds * 4) if max_fds else 0)
+    if not header:
+        return None, []
+    fds = array.array("i")
+    for level, kind, data in ancillary:
+        if level == socket.SOL_SOCKET and kind == socket.SCM_RIGHTS:
+            fds.frombytes(data[:len(data) - len(data) % fds.itemsize])
+    (length,) = _HEADER.unpack(header)
+    body = b""
+    while len(body) < length:
+        chunk = connection.recv(length - len(body))
+        if not chunk:
+            return None, list(fds)
+        body += chunk
+    return json.loads(body), list(fds)
+
+
+def _run_program(request, stdin, stdout, stderr):
+    """In the forked child: becomes the program of `request` and never returns."""
+    code = 1
+    try:
+        for target, fd in ((0, stdin), (1, stdout), (2, stderr)):
+            os.dup2(fd, target)
+            os.close(fd)
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+        os.chdir(request["cwd"])
+        os.environ.clear()
+        os.environ.update(request["env"])
+        arguments = request["arguments"]
+        if arguments[0] == "-m":
+            sys.argv = [arguments[1], *arguments[2:]]
+            sys.path.insert(0, os.getcwd())
+            runpy.run_module(arguments[1], run_name="__main__", alter_sys=True)
+        else:
+            sys.argv = list(arguments)
+            sys.path.insert(0, os.path.dirname(os.path.abspath(arguments[0])))
+            runpy.run_path(arguments[0], run_name="__main__")
+        code = 0
+    except SystemExit as error:
+        if error.code is None or isinstance(error.code, int):
+            code = error.code or 0
+        else:
+            print(error.code, file=sys.stderr)
+            code = 1
+    except BaseException:  # noqa: B036 (as Python reports an uncaught exception and exits 1)
+        traceback.print_exc()
+    finally:
+        try:
+            atexit._run_exitfuncs()
+            sys.stdout.flush()
+            sys.stderr.flush()
+        finally:
+            os._exit(code)
+
+
+def _report_exit(connection, lock, pid):
+    _, status = os.waitpid(pid, 0)
+    _send(connection, lock, {"exited": pid, "returncode": os.waitstatus_to_exitcode(status)})
+
+
+def serve(connection):
+    """Forks a child per request on `connection` until the test worker closes it."""
+    lock = threading.Lock()
+    while True:
+        request, fds = _receive(connection, max_fds=3)
+        if request is None:
+            return
+        sys.stdout.flush()
+        sys.stderr.flush()
+        pid = os.fork()
+        if pid == 0:
+            connection.close()
+            _run_program(request, *fds)
+        for fd in fds:
+            os.close(fd)
+        _send(connection, lock, {"started": pid})
+        threading.Thread(target=_report_exit, args=(connection, lock, pid), daemon=True).start()
+
+
+# ---- the test worker's side -------------------------------------------------------------------------------------
+
+class ForkedProcess:
+    """A program forked by the server, with what the tests use of subprocess.Popen."""
+
+    def __init__(self, server, pid, arguments, stdout, stderr):
+        self._server = server
+        self.pid = pid
+        self.args = arguments
+        self.stdout = stdout
+        self.stderr = stderr
+        self.returncode = None
+
+    def poll(self):
+        if self.returncode is None:
+            self.returncode = self._server.returncode(self.pid, timeout=0)
+        return self.returncode
+
+    def wait(self, timeout=None):
+        if self.returncode is None:
+            self.returncode = self._server.returncode(self.pid, timeout=timeout)
+            if self.returncode is None:
+                raise subprocess.TimeoutExpired(self.args, timeout)
+        return self.returncode
+
+    def send_signal(self, signum):
+        if self.returncode is None:
+            os.kill(self.pid, signum)
+
+    def terminate(self):
+        self.send_signal(signal.SIGTERM)
+
+    def kill(self):
+        self.send_signal(signal.SIGKILL)
+
+    def communicate(self, timeout=None):
+        deadline = None if timeout is None else time.monotonic() + timeout
+        outputs = _read_all((self.stdout, self.stderr), deadline)
+        remaining = None if deadline is None else max(0.0, deadline - time.monotonic())
+        try:
+            self.wait(remaining)
+        except subprocess.TimeoutExpired:
+            self.kill()
+            self.wait()
+            raise
+        return outputs
+
+
+def _read_all(streams, deadline):
+    """What each open stream holds until it closes (None for a stream that is None), read side by side."""
+    results = [None if stream is None else [] for stream in streams]
+    threads = [threading.Thread(target=lambda stream=stream, sink=sink: sink.append(stream.read()), daemon=True)
+               for stream, sink in zip(streams, results) if stream is not None]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(None if deadline is None else max(0.0, deadline - time.monotonic()))
+    for stream in streams:
+        if stream is not None and not stream.closed:
+            stream.close()
+    return tuple(None if sink is None else (sink[0] if sink else "") for sink in results)
+
+
+class _Server:
+    """The worker's connection to its server, started on first use."""
+
+    def __init__(self, environment):
+        self.environment = dict(environment)
+        ours, theirs = socket.socketpair()
+        self._process = subprocess.Popen([sys.executable, "-m", "tests.forked_scripts", str(theirs.fileno())],
+                                         cwd=REPO_ROOT, env=self.environment, pass_fds=[theirs.fileno()],
+                                         stdin=subprocess.DEVNULL)
+        theirs.close()
+        self._connection = ours
+        atexit.register(self.close)
+        self._started = []
+        self._returncodes = {}
+        self._lock = threading.Lock()
+
+    def close(self):
+        """Ends the server (it returns when the connection closes) and waits for it, so that its CPU time is the
+        worker's children's."""
+        self._connection.close()
+        try:
+            self._process.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            self._process.kill()
+            self._process.wait()
+
+    def accepts(self, arguments, environment):
+        if os.environ.get(FRESH_PROCESSES_VARIABLE) == "1" or self._process.poll() is not None:
+            return False
+        # A code string is most often a check of what a fresh interpreter imports.
+        if arguments[0] == "-c":
+            return False
+        if arguments[0] != "-m" and not os.path.abspath(arguments[0]).startswith(REPO_ROOT + os.sep):
+            return False
+        names = set(environment) | set(self.environment)
+        return not any(name.startswith(_START_UP_PREFIXES) and environment.get(name) != self.environment.get(name)
+                       for name in names)
+
+    def start(self, arguments, cwd, environment, stdout, stderr):
+        stdin_fd = os.open(os.devnull, os.O_RDONLY)
+        parent_ends, child_ends = [], [stdin_fd]
+        for choice in (stdout, stderr):
+            if choice is subprocess.PIPE:
+                read_end, write_end = os.pipe()
+                parent_ends.append(os.fdopen(read_end, "r", encoding="utf-8", errors="replace"))
+                child_ends.append(write_end)
+            else:
+                parent_ends.append(None)
+                child_ends.append(os.open(os.devnull, os.O_WRONLY))
+        try:
+            with self._lock:
+                _send(self._connection, threading.Lock(),
+                      {"arguments": list(arguments), "cwd": cwd, "env": dict(environment)}, child_ends)
+                pid = self._await(lambda: self._started.pop(0) if self._started else None)
+        finally:
+            for fd in child_ends:
+                os.close(fd)
+        return ForkedProcess(self, pid, arguments, *parent_ends)
+
+    def returncode(self, pid, timeout):
+        deadline = None if timeout is None else time.monotonic() + timeout
+        with self._lock:
+            return self._await(lambda: self._returncodes.pop(pid, None), deadline)
+
+    def _await(self, ready, deadline=None):
+        """Reads the server's messages until `ready()` is not None; None at the deadline."""
+        while (value := ready()) is None:
+            remaining = None if deadline is None else deadline - time.monotonic()
+            if remaining is not None and remaining <= 0:
+                return None
+            self._connection.settimeout(remaining)
+            try:
+                message, _ = _receive(self._connection)
+            except socket.timeout:
+                return None
+            finally:
+                self._connection.settimeout(None)
+            if message is None:
+                raise RuntimeError("The tests' script server ended; rerun with ALBERT_TF_TEST_FRESH_PROCESSES=1.")
+            if "started" in message:
+                self._started.append(message["started"])
+            else:
+                self._returncodes[message["exited"]] = message["returncode"]
+        return value
+
+
+_server = None
+
+
+def popen(arguments, cwd=REPO_ROOT, env=None, stdout=subprocess.PIPE, stderr=subprocess.PIPE):
+    """Starts `python *arguments` (text pipes for stdout and stderr, or subprocess.DEVNULL): a fork of the worker's
+    server when it can stand for a fresh process, else a fresh process."""
+    global _server
+    environment = dict(os.environ if env is None else env)
+    if _server is None:
+        _server = _Server(environment)
+    if _server.accepts(arguments, environment):
+        return _server.start(arguments, cwd, environment, stdout, stderr)
+    return subprocess.Popen([sys.executable, *arguments], cwd=cwd, env=environment, stdin=subprocess.DEVNULL,
+                            stdout=stdout, stderr=stderr, text=True)
+
+
+def run(arguments, cwd=REPO_ROOT, env=None, timeout=None):
+    """`subprocess.run([sys.executable, *arguments], capture_output=True, text=True)`, through `popen`."""
+    process = popen(arguments, cwd=cwd, env=env)
+    stdout, stderr = process.communicate(timeout=timeout)
+    return subprocess.CompletedProcess([sys.executable, *arguments], process.returncode, stdout, stderr)
+
+
+if __name__ == "__main__":
+    _preload()
+    serve(socket.socket(fileno=int(sys.argv[1])))
