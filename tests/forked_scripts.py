@@ -72,9 +72,17 @@ def _send(connection, lock, message, fds=()):
                            [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", fds))] if fds else [])
 
 
-def _receive(connection, max_fds=0):
-    """One message and the file descriptors that came with it; None when the other side has closed."""
-    header, ancillary, _, _ = connection.recvmsg(_HEADER.size, socket.CMSG_SPACE(max_fds * 4) if max_fds else 0)
+def _receive(connection, max_fds=0, timeout=None):
+    """One message and the file descriptors that came with it; None when the other side has closed. Raises
+    TimeoutError when no message begins within `timeout` seconds (0: only one already there)."""
+    connection.settimeout(timeout)
+    try:
+        header, ancillary, _, _ = connection.recvmsg(_HEADER.size,
+                                                     socket.CMSG_SPACE(max_fds * 4) if max_fds else 0)
+    except BlockingIOError:
+        raise TimeoutError from None
+    finally:
+        connection.settimeout(None)
     if not header:
         return None, []
     fds = array.array("i")
@@ -180,8 +188,11 @@ class ForkedProcess:
         return self.returncode
 
     def send_signal(self, signum):
-        if self.returncode is None:
-            os.kill(self.pid, signum)
+        if self.poll() is None:
+            try:
+                os.kill(self.pid, signum)
+            except ProcessLookupError:
+                pass  # it has just ended; the server's report of it is on its way
 
     def terminate(self):
         self.send_signal(signal.SIGTERM)
@@ -256,8 +267,7 @@ class _Server:
                        for name in names)
 
     def start(self, arguments, cwd, environment, stdout, stderr):
-        stdin_fd = os.open(os.devnull, os.O_RDONLY)
-        parent_ends, child_ends = [], [stdin_fd]
+        parent_ends, child_ends = [], [os.open(os.devnull, os.O_RDONLY)]
         for choice in (stdout, stderr):
             if choice is subprocess.PIPE:
                 read_end, write_end = os.pipe()
@@ -265,7 +275,12 @@ class _Server:
                 child_ends.append(write_end)
             else:
                 parent_ends.append(None)
-                child_ends.append(os.open(os.devnull, os.O_WRONLY))
+                if choice is subprocess.STDOUT:
+                    child_ends.append(os.dup(child_ends[1]))
+                elif choice is None or choice is subprocess.DEVNULL:
+                    child_ends.append(os.open(os.devnull, os.O_WRONLY))
+                else:
+                    child_ends.append(os.dup(choice.fileno()))
         try:
             with self._lock:
                 _send(self._connection, threading.Lock(),
@@ -284,16 +299,11 @@ class _Server:
     def _await(self, ready, deadline=None):
         """Reads the server's messages until `ready()` is not None; None at the deadline."""
         while (value := ready()) is None:
-            remaining = None if deadline is None else deadline - time.monotonic()
-            if remaining is not None and remaining <= 0:
-                return None
-            self._connection.settimeout(remaining)
+            remaining = None if deadline is None else max(0.0, deadline - time.monotonic())
             try:
-                message, _ = _receive(self._connection)
-            except socket.timeout:
+                message, _ = _receive(self._connection, timeout=remaining)
+            except TimeoutError:
                 return None
-            finally:
-                self._connection.settimeout(None)
             if message is None:
                 raise RuntimeError("The tests' script server ended; rerun with ALBERT_TF_TEST_FRESH_PROCESSES=1.")
             if "started" in message:
@@ -307,8 +317,9 @@ _server = None
 
 
 def popen(arguments, cwd=REPO_ROOT, env=None, stdout=subprocess.PIPE, stderr=subprocess.PIPE):
-    """Starts `python *arguments` (text pipes for stdout and stderr, or subprocess.DEVNULL): a fork of the worker's
-    server when it can stand for a fresh process, else a fresh process."""
+    """Starts `python *arguments` as `subprocess.Popen(..., text=True)` would (stdout and stderr: PIPE, DEVNULL,
+    an open file, or STDOUT for stderr): a fork of the worker's server when it can stand for a fresh process,
+    else a fresh process."""
     global _server
     environment = dict(os.environ if env is None else env)
     if _server is None:

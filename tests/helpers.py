@@ -86,10 +86,10 @@ def run_python(*arguments, timeout=600, **env):
     the environment (e.g. CUDA_VISIBLE_DEVICES=""). The program is a fork of a process that has imported
     TensorFlow already where that stands for a fresh one (tests/forked_scripts.py).
     """
-    return forked_scripts.run(arguments, env=_environment(env), timeout=timeout)
+    return forked_scripts.run(arguments, env=script_environment(**env), timeout=timeout)
 
 
-def _environment(env):
+def script_environment(**env):
     return {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2", **env}
 
 
@@ -107,11 +107,15 @@ def run_script(name, *flags, timeout=600, **env):
     return run_python("-m", f"run_scripts.{name}", *flags, timeout=timeout, **env)
 
 
+def start_python(*arguments, stdout=subprocess.DEVNULL, **env):
+    """Starts this Python with `arguments` as run_python would run it, and returns the process at once: its stderr
+    is a text pipe to read as it runs (to signal it at a given point), its stdout goes to `stdout`."""
+    return forked_scripts.popen(arguments, env=script_environment(**env), stdout=stdout)
+
+
 def start_script(name, *flags, **env):
-    """Starts `python -m run_scripts.<name> *flags` as run_python would run it, and returns the process at once:
-    its stderr is a text pipe to read as it runs (to signal it at a given point), its stdout is discarded."""
-    return forked_scripts.popen(["-m", f"run_scripts.{name}", *flags], env=_environment(env),
-                                stdout=subprocess.DEVNULL)
+    """start_python for `python -m run_scripts.<name> *flags`."""
+    return start_python("-m", f"run_scripts.{name}", *flags, **env)
 
 
 def sigterm_on_log_line(process, marker, timeout=300):

@@ -127,7 +127,8 @@ def test_bfloat16_and_jit_compile_train(records, tmp_path):
 
 
 def _script(records, output_dir, *extra):
-    return [sys.executable, "-m", "run_scripts.run_pretraining", f"--input_file={records / 'train.tfrecord'}",
+    """The Python arguments of a run_pretraining run."""
+    return ["-m", "run_scripts.run_pretraining", f"--input_file={records / 'train.tfrecord'}",
             f"--output_dir={output_dir}", f"--max_seq_length={SEQ}", f"--max_predictions_per_seq={PREDICTIONS}",
             "--train_batch_size=8", "--learning_rate=0.005", "--num_warmup_steps=2", "--save_checkpoints_steps=100",
             "--log_every_steps=1", "--deterministic", "--do_train", *extra]
@@ -150,8 +151,9 @@ def uninterrupted(records, tmp_path_factory):
     config_path = directory / "albert_config.json"
     config = tiny_config(hidden_dropout_prob=0.1)
     config.to_json_file(str(config_path))
-    subprocess.run(_script(records, directory / "run", f"--albert_config_file={config_path}",
-                           f"--num_train_steps={UNINTERRUPTED_STEPS}"), check=True, capture_output=True, timeout=300)
+    run = helpers.run_python(*_script(records, directory / "run", f"--albert_config_file={config_path}",
+                                      f"--num_train_steps={UNINTERRUPTED_STEPS}"), timeout=300)
+    assert run.returncode == 0, run.stderr[-3000:]
     weights = _final_weights(directory / "run", config)
     assert len(weights) == 32 and not np.allclose(weights["albert_pretrainer/predictions/output_bias"], 0.0)
     return config_path, config, weights
@@ -162,12 +164,13 @@ def test_sigterm_then_rerun_equals_an_uninterrupted_run(records, tmp_path, unint
     config_path, config, straight = uninterrupted
     common = (f"--albert_config_file={config_path}", f"--num_train_steps={UNINTERRUPTED_STEPS}")
     interrupted = tmp_path / "interrupted"
-    process = subprocess.Popen(_script(records, interrupted, *common), stderr=subprocess.PIPE, text=True)
+    process = helpers.start_python(*_script(records, interrupted, *common))
     rest = helpers.sigterm_on_log_line(process, "step 10/", timeout=240)
     assert process.returncode == 0, rest[-2000:]
     preempted_step = int(tf.train.latest_checkpoint(str(interrupted)).rsplit("-", 1)[1])
     assert 10 <= preempted_step < UNINTERRUPTED_STEPS
-    subprocess.run(_script(records, interrupted, *common), check=True, capture_output=True, timeout=300)
+    rerun = helpers.run_python(*_script(records, interrupted, *common), timeout=300)
+    assert rerun.returncode == 0, rerun.stderr[-3000:]
 
     resumed = _final_weights(interrupted, config)
     assert straight.keys() == resumed.keys()
@@ -240,8 +243,8 @@ def test_a_full_disk_stops_in_one_line_keeping_the_last_checkpoint_and_a_rerun_e
 
     output_dir = small_disk / "run"
     environment = {name: value for name, value in os.environ.items() if name != "TF_CPP_MIN_LOG_LEVEL"}
-    full = subprocess.run(_script(records, output_dir, *common), capture_output=True, text=True, timeout=300,
-                          env=environment)
+    full = subprocess.run([sys.executable, *_script(records, output_dir, *common)], capture_output=True, text=True,
+                          timeout=300, env=environment)
     assert full.returncode == 1, full.stderr[-3000:]
     assert full.stderr.splitlines()[-1] == (
         f"error: Could not write the checkpoint of step 20 to {output_dir} (No space left on device); the last good "
@@ -251,7 +254,7 @@ def test_a_full_disk_stops_in_one_line_keeping_the_last_checkpoint_and_a_rerun_e
     assert not [name for name in os.listdir(output_dir) if name.startswith("ckpt-20")]
 
     subprocess.run(["mount", "-o", "remount,size=20m", str(small_disk)], check=True)
-    resumed = subprocess.run(_script(records, output_dir, *common), capture_output=True, text=True, timeout=300)
+    resumed = helpers.run_python(*_script(records, output_dir, *common), timeout=300)
     assert resumed.returncode == 0, resumed.stderr[-3000:]
     assert "Training from step 10 to 30" in resumed.stderr
     after = _final_weights(output_dir, config)

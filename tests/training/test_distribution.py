@@ -8,7 +8,6 @@ import json
 import os
 import socket
 import subprocess
-import sys
 import time
 
 import keras
@@ -18,7 +17,8 @@ import tensorflow as tf
 
 from albert_tf.training import distribution
 from tests import _toy_training as toy
-from tests.helpers import TOY_SCRIPT, run_python
+from tests import forked_scripts
+from tests.helpers import TOY_SCRIPT, run_python, script_environment
 
 TOY_FLAGS = ["--num_train_steps=6", "--global_batch_size=8", "--deterministic", "--save_checkpoints_steps=3",
              "--steps_per_loop=2"]
@@ -69,11 +69,11 @@ def test_multi_worker_needs_a_valid_tf_config(monkeypatch, tf_config, message):
         distribution.get_strategy("multi_worker_mirrored")
 
 
-def _start_toy(model_dir, *flags, env=None):
+def _start_toy(model_dir, *flags, **env):
     """Starts a toy run; its output goes to files beside model_dir, so a full pipe can never block it."""
     log = open(f"{model_dir}.log", "w+")
-    process = subprocess.Popen([sys.executable, TOY_SCRIPT, f"--model_dir={model_dir}", *TOY_FLAGS, *flags],
-                               stdout=log, stderr=subprocess.STDOUT, text=True, env=env)
+    process = forked_scripts.popen([TOY_SCRIPT, f"--model_dir={model_dir}", *TOY_FLAGS, *flags],
+                                   env=script_environment(**env), stdout=log, stderr=subprocess.STDOUT)
     process.log = log
     return process
 
@@ -145,7 +145,7 @@ def test_two_workers_write_one_checkpoint_and_match_one_worker(tmp_path, one_dev
     for index in range(2):
         tf_config = {"cluster": {"worker": workers}, "task": {"type": "worker", "index": index}}
         processes.append(_start_toy(tmp_path / "model", "--strategy=multi_worker_mirrored",
-                                    env=dict(os.environ, TF_CONFIG=json.dumps(tf_config))))
+                                    TF_CONFIG=json.dumps(tf_config)))
     chief, other = _results(processes)
 
     assert chief["replicas"] == other["replicas"] == 2

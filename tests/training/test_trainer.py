@@ -4,8 +4,6 @@ import glob
 import json
 import logging
 import os
-import subprocess
-import sys
 
 import keras
 import numpy as np
@@ -17,7 +15,8 @@ from albert_tf.training.checkpointing import NonFiniteLossError
 from albert_tf.training.trainer import Trainer
 from albert_tf.training.training_settings import set_mixed_precision
 from tests import _toy_training as toy
-from tests.helpers import TOY_SCRIPT, run_python, xla_compiled_functions
+from tests import forked_scripts
+from tests.helpers import TOY_SCRIPT, run_python, script_environment, xla_compiled_functions
 
 TIMEOUT_S = 300  # bounded, with room for a loaded 2-core machine
 
@@ -277,8 +276,7 @@ def _result(completed):
 def test_sigterm_saves_and_the_rerun_ends_like_an_uninterrupted_run(tmp_path):
     flags = ["--num_train_steps=12", "--deterministic", "--dropout_rate=0.2", "--save_checkpoints_steps=100"]
     interrupted_dir, straight_dir = tmp_path / "interrupted", tmp_path / "straight"
-    straight = subprocess.Popen([sys.executable, TOY_SCRIPT, f"--model_dir={straight_dir}", *flags],
-                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    straight = forked_scripts.popen([TOY_SCRIPT, f"--model_dir={straight_dir}", *flags], env=script_environment())
     try:
         preempted = _result(_run_toy(interrupted_dir, *flags, "--sigterm_at_step=5"))
         resumed = _run_toy(interrupted_dir, *flags)
