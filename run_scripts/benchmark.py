@@ -131,13 +131,17 @@ def _model():
     return load_config(preset=FLAGS.preset), FLAGS.preset
 
 
+def _lengths(flag_name):
+    """The integers of the list flag `flag_name`; a usage error naming it otherwise."""
+    try:
+        return tuple(int(length) for length in FLAGS[flag_name].value)
+    except ValueError:
+        raise app.UsageError(f"--{flag_name}={','.join(FLAGS[flag_name].value)} must be integers.") from None
+
+
 def _finetune_text_settings():
     config, model_name = _model()
-    try:
-        seq_lengths = tuple(int(length) for length in FLAGS.finetune_seq_lengths)
-    except ValueError:
-        lengths = ",".join(FLAGS.finetune_seq_lengths)
-        raise app.UsageError(f"--finetune_seq_lengths={lengths} must be integers.") from None
+    seq_lengths = _lengths("finetune_seq_lengths")
     return FinetuneTextSettings(
         config=config.to_dict(), model_name=model_name, seq_lengths=seq_lengths, precisions=FLAGS.peer_precisions,
         batch_size=FLAGS.finetune_batch_size, repeats=FLAGS.repeats, timed_epochs=FLAGS.finetune_timed_epochs,
@@ -150,11 +154,7 @@ def _serve_settings():
         config, model_name = checkpoint_config(FLAGS.serve_checkpoint)
     else:
         config, model_name = _model()
-    try:
-        seq_lengths = tuple(int(length) for length in FLAGS.serve_seq_lengths)
-    except ValueError:
-        lengths = ",".join(FLAGS.serve_seq_lengths)
-        raise app.UsageError(f"--serve_seq_lengths={lengths} must be integers.") from None
+    seq_lengths = _lengths("serve_seq_lengths")
     return ServeSettings(
         config=config.to_dict(), model_name=model_name, rows=FLAGS.serve_rows or None, seq_lengths=seq_lengths,
         batch_size=FLAGS.serve_batch_size, runs=FLAGS.serve_runs, batch_runs=FLAGS.serve_batch_runs,

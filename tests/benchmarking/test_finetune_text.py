@@ -177,3 +177,11 @@ def test_benchmark_runs_finetune_text_end_to_end_with_ours_and_transformers(tmp_
     table = [line for line in result.stdout.splitlines() if line.startswith("|")]
     assert table[0].startswith("| data | max_seq_length | precision | configuration | train examples/s |")
     assert len(table) == 2 + 5 and table[2].startswith(f"| built-in pairs | {SEQ} | float32 | ours, dynamic padding |")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("workload, flag", [("finetune_text", "finetune_seq_lengths"), ("serve", "serve_seq_lengths")])
+def test_a_length_that_is_not_an_integer_is_one_usage_error_naming_its_flag(workload, flag):
+    result = run_script("benchmark", f"--workloads={workload}", f"--{flag}=128,long", timeout=120)
+    assert result.returncode == 2 and result.stderr.strip().splitlines()[-1] == (
+        f"error: --{flag}=128,long must be integers."), result.stderr[-2000:]
