@@ -6,7 +6,7 @@ from typing import Optional
 
 from albert_tf.checkpoints.loading import load_weights
 from albert_tf.checkpoints.locating import find_vocab_files
-from albert_tf.checkpoints.reading import CheckpointContents, read_checkpoint
+from albert_tf.checkpoints.reading import NATIVE_PREFIX, CheckpointContents, read_checkpoint
 from albert_tf.checkpoints.tf1_names import PRETRAINING_HEAD_SCOPES
 from albert_tf.checkpoints.writing import save_checkpoint_directory
 from albert_tf.config import AlbertConfig
@@ -30,6 +30,16 @@ def _auto_head(contents):
         return "token_classifier"
     has_heads = any(name.startswith(PRETRAINING_HEAD_SCOPES) for name in contents.shapes)
     return "pretraining" if has_heads else "encoder"
+
+
+def _head_rows(contents, tf1_name):
+    """The rows of the head's `output_weights` [num_labels, H]: under its TF1 name, or, in a checkpoint the
+    fine-tuning scripts wrote (native), under the task model's `head`; None when neither is a matrix."""
+    for name in (tf1_name, f"{NATIVE_PREFIX}head/output_weights"):
+        shape = contents.shapes.get(name)
+        if shape is not None and len(shape) == 2:
+            return shape[0]
+    return None
 
 
 def model_for_checkpoint(contents: CheckpointContents, config: AlbertConfig, head: str = "auto"):
@@ -57,18 +67,18 @@ def model_for_checkpoint(contents: CheckpointContents, config: AlbertConfig, hea
     if head == "auto":
         head = _auto_head(contents)
     if head == "classifier":
-        shape = contents.shapes.get("output_weights")
-        if shape is None or len(shape) != 2:
+        num_labels = _head_rows(contents, "output_weights")
+        if num_labels is None:
             raise ValueError(f"{contents.location.path} has no classifier head (output_weights [num_labels, H]) "
                              f"to size an AlbertClassifier from.")
-        return AlbertClassifier(config, num_labels=shape[0])
+        return AlbertClassifier(config, num_labels=num_labels)
     if head == "token_classifier":
         name = f"{TOKEN_CLASSIFIER_SCOPE}/output_weights"
-        shape = contents.shapes.get(name)
-        if shape is None or len(shape) != 2:
+        num_labels = _head_rows(contents, name)
+        if num_labels is None:
             raise ValueError(f"{contents.location.path} has no token classification head ({name} [num_labels, H]) "
                              f"to size an AlbertTokenClassifier from.")
-        return AlbertTokenClassifier(config, num_labels=shape[0])
+        return AlbertTokenClassifier(config, num_labels=num_labels)
     models = {"multiple_choice": AlbertMultipleChoice, "squad": AlbertSpanPredictor, "pretraining": AlbertPretrainer,
               "encoder": AlbertEncoder}
     return models[head](config)

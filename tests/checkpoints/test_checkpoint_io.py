@@ -494,7 +494,7 @@ def test_detection_errors_say_what_was_found(tmp_path):
 # ---- the run script --------------------------------------------------------------------------------
 
 def _convert(*flags):
-    return run_script("convert_checkpoint", *flags, timeout=None, TF_CPP_MIN_LOG_LEVEL="3")
+    return run_script("convert_checkpoint", *flags, timeout=None)
 
 
 @pytest.mark.slow
@@ -556,6 +556,20 @@ def test_convert_script_keeps_a_fine_tuned_classifier_between_formats(tmp_path):
     assert written["architectures"] == ["AlbertForSequenceClassification"] and len(written["id2label"]) == 3
     loaded = AlbertClassifier(config, num_labels=3)
     load_weights(loaded, str(tmp_path / "hf_again"))
+    assert_same_variables(variable_values(classifier), variable_values(loaded))
+
+
+@pytest.mark.slow
+def test_convert_script_sizes_the_classifier_of_a_fine_tuning_scripts_checkpoint(tmp_path):
+    config = tiny_config()
+    classifier = randomize(AlbertClassifier(config, num_labels=4))
+    save_weights(classifier, str(tmp_path / "native"), format="native")  # as run_classifier's Trainer writes it
+    config.to_json_file(str(tmp_path / "albert_config.json"))
+    to_hf = _convert(f"--input={tmp_path / 'native'}", f"--output={tmp_path / 'hf'}", "--output_format=hf",
+                     "--head=classifier")
+    assert to_hf.returncode == 0, to_hf.stderr[-3000:]
+    loaded = AlbertClassifier(config, num_labels=4)
+    load_weights(loaded, str(tmp_path / "hf"))
     assert_same_variables(variable_values(classifier), variable_values(loaded))
 
 
