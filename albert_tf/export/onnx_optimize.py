@@ -14,7 +14,9 @@ rewrites five of them into the PyTorch shapes, each the same computation:
 Fused, the attention reads the 2-D mask as is (0 masks a key with −10000, as the encoder), not as BERT's
 sequence lengths, so a mask with holes keeps its meaning; the GELU is the tanh approximation, onnxruntime's
 FastGelu (its Gelu is erf's). Each fused Attention node gets its own copy of the shared block's merged QKV
-weights; identical initializers are then kept once, so the file holds the shared weights once, as the export does.
+weights; identical initializers are then kept once. The last block of a classifier stays unfused (it queries
+position 0 only) and keeps its own Q, K and V weights and biases, the same bytes as the thirds of the merged ones:
+they become Slices of the merged weights. So the file holds the shared weights once, as the export does.
 """
 
 import hashlib
@@ -72,9 +74,10 @@ def optimize_onnx(onnx_path: str, overwrite: bool = False) -> Tuple[str, Dict[st
     encoder's or a fine-tuned model's. Every self-attention layer fuses, with two exceptions, both logged: the last
     block of a model that reads the pooled output alone (a classifier's) queries position 0 only (the encoder's
     `output_positions`), which onnxruntime's self-attention fusion does not match, and which runs its queries,
-    output projection and feed-forward half on one row unfused; and a layer whose biases or LayerNorm weights are
-    exact zeros or ones (a model at its initialisation), which tf2onnx folds away. An existing file is refused
-    unless `overwrite`.
+    output projection and feed-forward half on one row unfused (its Q, K and V projections read Slices of the
+    fused layers' merged weights, which a session folds into constants when it loads the model, so the file keeps
+    one copy of the shared block); and a layer whose biases or LayerNorm weights are exact zeros or ones (a model
+    at its initialisation), which tf2onnx folds away. An existing file is refused unless `overwrite`.
 
     Example:
     >>> optimize_onnx("/tmp/albert_hub/encoder.onnx")  # doctest: +SKIP
@@ -111,6 +114,7 @@ def optimize_onnx(onnx_path: str, overwrite: bool = False) -> Tuple[str, Dict[st
     finally:
         optimizer_logger.removeFilter(producer_warning)
     removed = _deduplicate_initializers(optimizer.model.graph)
+    removed += _slices_of_merged_weights(optimizer.model.graph)
     optimizer.save_model_to_file(path + ".partial")
     os.replace(path + ".partial", path)
 
@@ -135,7 +139,10 @@ def quantize_onnx_dynamic(onnx_path: str, overwrite: bool = False) -> str:
     on the fly, no calibration data) as `<name>_int8.onnx` beside it, and returns that path.
 
     A fused model (`optimize_onnx`) holds onnxruntime's own operators, whose output types its quantizer cannot
-    infer: they are taken as float32. An existing file is refused unless `overwrite`.
+    infer: they are taken as float32. The quantizer quantizes a MatMul only when its weight is an initializer, so a
+    product by a Slice of a weight (a classifier's unfused last block, `optimize_onnx`) is first written as the
+    Slice of the product by the whole weight, which then reads the fused layers' int8 weight. An existing file is
+    refused unless `overwrite`.
 
     Example:
     >>> quantize_onnx_dynamic("/tmp/albert_hub/encoder_optimized.onnx")  # doctest: +SKIP
@@ -148,7 +155,12 @@ def quantize_onnx_dynamic(onnx_path: str, overwrite: bool = False) -> str:
     path = int8_onnx_path(onnx_path)
     if os.path.exists(path) and not overwrite:
         raise FileExistsError(f"{path} exists; remove it or pass overwrite (--overwrite) to replace it.")
-    quantize_dynamic(onnx_path, path + ".partial", weight_type=QuantType.QInt8,
+    model = onnx.load(onnx_path)
+    products = _products_of_whole_weights(model.graph)
+    if products:
+        logger.info("%d MatMul(s) of %s by a Slice of a weight now slice the product by the whole weight, which "
+                    "the quantizer quantizes once.", products, onnx_path)
+    quantize_dynamic(model, path + ".partial", weight_type=QuantType.QInt8,
                      extra_options={"DefaultTensorType": onnx.TensorProto.FLOAT})
     os.replace(path + ".partial", path)
     logger.info("Wrote the int8 ONNX model (%.1f MB) to %s", os.path.getsize(path) / 1e6, path)
@@ -501,3 +513,117 @@ def _deduplicate_initializers(graph) -> int:
     for initializer in duplicates:
         graph.initializer.remove(initializer)
     return len(duplicates)
+
+
+def _slices_of_merged_weights(graph) -> int:
+    """Points the consumers of every initializer that holds the same bytes as a third of a fused Attention node's
+    merged QKV weight (its columns) or bias at a Slice of that merged initializer, and removes it; returns how many
+    it removed.
+
+    onnxruntime's attention fusion stacks a layer's [width, width] Q, K and V weights into one [width, 3 · width]
+    weight, Q's columns then K's then V's, and its biases likewise; a classifier's last block, unfused, keeps the
+    three of its own. Only an initializer that MatMuls multiply by (their input 1) or Adds add is replaced, so a
+    fused operator never reads a Slice; a session folds the Slices into constants when it loads the model.
+    """
+    from onnx import helper, numpy_helper
+
+    initializers = {initializer.name: initializer for initializer in graph.initializer}
+    thirds = {}
+    for node in graph.node:
+        if node.op_type != "Attention":
+            continue
+        for position, axis in ((1, 1), (2, 0)):  # the weight's columns, the bias
+            merged = initializers.get(node.input[position]) if len(node.input) > position else None
+            if merged is None or len(merged.dims) != axis + 1 or merged.dims[axis] % 3:
+                continue
+            for index, third in enumerate(np.split(numpy_helper.to_array(merged), 3, axis=axis)):
+                third = np.ascontiguousarray(third)
+                thirds.setdefault((merged.data_type, third.shape, hashlib.sha256(third).digest()),
+                                  (merged.name, index, axis, third))
+    merged_names = {name for name, _, _, _ in thirds.values()}
+    consumers = {}
+    for node in graph.node:
+        for position, name in enumerate(node.input):
+            consumers.setdefault(name, []).append((node.op_type, position))
+    graph_outputs = {output.name for output in graph.output}
+    replacements, slices = {}, {}
+    for initializer in list(graph.initializer):  # the Slices' bounds are added as it goes
+        uses = consumers.get(initializer.name, [])
+        if (initializer.name in merged_names or initializer.name in graph_outputs or not uses
+                or not all(op_type == "Add" or (op_type == "MatMul" and position == 1) for op_type, position in uses)):
+            continue
+        content = np.ascontiguousarray(numpy_helper.to_array(initializer))
+        match = thirds.get((initializer.data_type, content.shape, hashlib.sha256(content).digest()))
+        if match is None or match[3].tobytes() != content.tobytes():
+            continue
+        merged, index, axis, third = match
+        name = f"{merged}/{('query', 'key', 'value')[index]}"
+        if name not in slices:
+            width = third.shape[axis]
+            bounds = {"starts": [index * width], "ends": [(index + 1) * width], "axes": [axis]}
+            for bound, value in bounds.items():
+                graph.initializer.append(numpy_helper.from_array(np.array(value, np.int64), f"{name}/{bound}"))
+            slices[name] = helper.make_node("Slice", [merged] + [f"{name}/{bound}" for bound in bounds], [name],
+                                            name=f"{name}/Slice")
+        replacements[initializer.name] = name
+    for node in graph.node:
+        for position, name in enumerate(node.input):
+            if name in replacements:
+                node.input[position] = replacements[name]
+    # Slices of initializers only: first in the node list, which stays in topological order.
+    for node in reversed(list(slices.values())):
+        graph.node.insert(0, node)
+    for initializer in [initializer for initializer in graph.initializer if initializer.name in replacements]:
+        graph.initializer.remove(initializer)
+    if replacements:
+        logger.info("%d initializer(s) equal to thirds of the fused layers' merged QKV weights now read them "
+                    "through a Slice.", len(replacements))
+    return len(replacements)
+
+
+def _products_of_whole_weights(graph) -> int:
+    """Each `MatMul(x, Slice(W, columns))` of a 2-D initializer W as `Slice(MatMul(x, W), columns)` on the last
+    axis, one MatMul of each x by each W; returns how many MatMuls it rewrote.
+
+    onnxruntime's dynamic quantizer quantizes a MatMul only when its weight is an initializer (MatMulConstBOnly),
+    and each initializer once: the rewritten MatMuls read the int8 weight of the fused layers' Attention, and the
+    float W is not kept beside it. It costs the MatMul the columns it slices away (a classifier's last block: the
+    queries of every position beside the keys and values, under 1% of ALBERT-base's products).
+    """
+    from onnx import helper, numpy_helper
+
+    initializers = {initializer.name: initializer for initializer in graph.initializer}
+    producers = {output: node for node in graph.node for output in node.output}
+
+    def constant(name):
+        return numpy_helper.to_array(initializers[name]).tolist() if name in initializers else None
+
+    nodes, products, rewritten = [], {}, 0
+    for node in graph.node:
+        columns = producers.get(node.input[1]) if node.op_type == "MatMul" else None
+        weight = initializers.get(columns.input[0]) if columns is not None and columns.op_type == "Slice" else None
+        if (weight is None or len(weight.dims) != 2 or len(columns.input) < 4
+                or constant(columns.input[3]) not in ([1], [-1])
+                or (len(columns.input) > 4 and set(constant(columns.input[4]) or [0]) != {1})
+                or constant(columns.input[1]) is None or constant(columns.input[2]) is None):
+            nodes.append(node)
+            continue
+        key, name = (node.input[0], weight.name), node.name or node.output[0]
+        if key not in products:
+            products[key] = f"{name}/product"
+            nodes.append(helper.make_node("MatMul", list(key), [products[key]], name=products[key]))
+        graph.initializer.append(numpy_helper.from_array(np.array([-1], np.int64), f"{name}/last_axis"))
+        nodes.append(helper.make_node("Slice", [products[key], *columns.input[1:3], f"{name}/last_axis"],
+                                      list(node.output), name=f"{name}/columns"))
+        rewritten += 1
+    if rewritten:
+        # The Slices of the weights that no MatMul reads any more go, and so do their bounds.
+        graph_outputs = {output.name for output in graph.output}
+        used = {name for node in nodes for name in node.input} | graph_outputs
+        nodes = [node for node in nodes if node.op_type != "Slice" or any(name in used for name in node.output)]
+        del graph.node[:]
+        graph.node.extend(nodes)
+        used = {name for node in nodes for name in node.input} | graph_outputs
+        for initializer in [initializer for initializer in graph.initializer if initializer.name not in used]:
+            graph.initializer.remove(initializer)
+    return rewritten
