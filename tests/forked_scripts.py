@@ -9,7 +9,7 @@ wait for. The server never runs a TensorFlow op, so each child still chooses its
 fresh process does.
 
 What a fork cannot give falls back to a fresh interpreter (`popen`): an environment that differs from the
-server's in a variable read while Python or TensorFlow start (PYTHONPATH, TF_*, CUDA_*, ...), a code string
+server's in a variable read while Python or TensorFlow start (PYTHONPATH, TF_CPP_*, ...), a code string
 (`-c`, most often a check of what a fresh interpreter imports), a program outside the repository, and any program
 when ALBERT_TF_TEST_FRESH_PROCESSES=1.
 """
@@ -33,8 +33,8 @@ import traceback
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 FRESH_PROCESSES_VARIABLE = "ALBERT_TF_TEST_FRESH_PROCESSES"
 # Variables read while the interpreter, TensorFlow or oneDNN start: a child with other values needs a fresh process.
-_START_UP_PREFIXES = ("PYTHON", "TF_CPP", "TF_ENABLE", "CUDA_", "LD_", "OMP_", "KMP_", "MALLOC_", "KERAS_",
-                      "TF_NUM_")
+# (CUDA's are read when TensorFlow first lists its devices, which the server never does.)
+_START_UP_PREFIXES = ("PYTHON", "TF_CPP", "TF_ENABLE", "LD_", "OMP_", "KMP_", "MALLOC_", "KERAS_", "TF_NUM_")
 _PRELOADED_PACKAGES = ("albert_tf", "data_gen")
 _HEADER = struct.Struct("!I")
 
