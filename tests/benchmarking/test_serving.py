@@ -18,16 +18,12 @@ from albert_tf.benchmarking.serving import (ROW_NAMES, SERVE_ROWS, DevSet, Serve
                                             discordant_pairs, mcnemar_p_values, read_fine_tuned, run_row_child,
                                             run_serving, serve_rows, skip_reason)
 from albert_tf.benchmarking.tables import serve_table
-from albert_tf.models.classifier import AlbertClassifier
 from albert_tf.tokenization import AlbertTokenizer
-from albert_tf.training.checkpointing import TrainingCheckpoints
 from albert_tf.training.compile_choice import cpu_model_name
 from data_gen.readers.glue import encode_text_pair
-from tests.helpers import randomize, run_script, tiny_config_values
+from tests.helpers import run_script
+from tests.serving_fixtures import LABELS, TINY, write_dev_file, write_fine_tuned
 
-TINY = tiny_config_values(vocab_size=120, embedding_size=16, hidden_size=32, num_hidden_layers=2,
-                          num_attention_heads=2, intermediate_size=64, max_position_embeddings=64,
-                          initializer_range=0.02)
 LENGTHS, BATCH = (16, 32), 4
 CASES = ["b1x16", "b1x32", "b4x32"]
 FIELDS = ("workload", "row", "configuration", "implementation", "runtime", "precision", "preset", "seq_lengths",
@@ -40,7 +36,6 @@ FIELDS = ("workload", "row", "configuration", "implementation", "runtime", "prec
           "date", "runs")
 # A package no environment has: the rows that need it must be skipped.
 ABSENT_PACKAGE = "albert_tf_serve_test_absent_package"
-LABELS = ("bird", "cat", "dog")
 DEV_FIELDS = ("dev_examples", "dev_accuracy", "dev_accuracy_float32", "dev_accuracy_drop_points",
               "dev_prediction_agreement", "dev_max_abs_logit_drift", "dev_discordant", "dev_mcnemar_p", "dev_inputs")
 # A hand-made dev set of 20 examples and 3 labels: 10 only float32 gets right, 2 only the other row, 4 both, and 4
@@ -50,42 +45,6 @@ HAND_FLOAT32 = np.array([0] * 10 + [0] * 2 + [2] * 4 + [1, 1, 1, 2])
 HAND_OTHER = np.array([1] * 10 + [1] * 2 + [2] * 4 + [1, 1, 1, 1])
 # McNemar's exact two-sided p-value of 10 against 2: 2 * P(X <= 2), X ~ Binomial(12, 1/2).
 HAND_P_VALUE = 2 * (1 + 12 + 66) / 2 ** 12
-
-
-def _write_fine_tuned(directory):
-    """A 3-label classifier of TINY as run_classifier leaves it: ckpt-5 (the Trainer's checkpoint), its
-    albert_config.json and labels.txt. Its weights are random (helpers.randomize: every one matters, none exactly
-    0 or 1), its head rescaled so the logits over random ids are centred and of unit root mean square: each label
-    is predicted for some texts, and a drift of 1e-2 is 1% of a logit."""
-    config = AlbertConfig(**TINY)
-    model = AlbertClassifier(config, num_labels=len(LABELS), dropout_rate=0.0)
-    ids = np.random.default_rng(0).integers(5, config.vocab_size, (64, 24)).astype(np.int32)
-    inputs = {"input_word_ids": ids, "input_mask": np.ones_like(ids), "input_type_ids": np.zeros_like(ids)}
-    model(inputs, training=False)
-    randomize(model)
-    logits = model(inputs, training=False).numpy()
-    scale = float(np.sqrt(np.mean((logits - logits.mean(axis=0)) ** 2)))
-    bias = model.head.output_bias.numpy()
-    model.head.output_weights.assign(model.head.output_weights / scale)
-    model.head.output_bias.assign((bias - logits.mean(axis=0)) / scale)
-    directory.mkdir(parents=True, exist_ok=True)
-    TrainingCheckpoints(tf.distribute.get_strategy(), model, None, str(directory), 1).save(5)
-    config.to_json_file(str(directory / "albert_config.json"))
-    (directory / "labels.txt").write_text("".join(f"{label}\n" for label in LABELS))
-    return model
-
-
-def _write_dev_file(path, count=40, with_labels=True):
-    """A TSV of `count` sentences of 2 to 40 words (some longer than 32 pieces), labelled from LABELS at random
-    (without `with_labels`, the sentence column alone); returns (path, the labels)."""
-    rng = np.random.default_rng(1)
-    words = "the cat sat on a mat while some dogs ran past two birds in old trees near water".split()
-    sentences = [" ".join(rng.choice(words, rng.integers(2, 40))) for _ in range(count)]
-    labels = [LABELS[index] for index in rng.integers(len(LABELS), size=count)]
-    lines = (["sentence\tlabel"] + [f"{sentence}\t{label}" for sentence, label in zip(sentences, labels)]
-             if with_labels else ["sentence"] + sentences)
-    path.write_text("".join(line + "\n" for line in lines))
-    return path, labels
 
 
 def _settings(**overrides):
@@ -267,15 +226,15 @@ def test_a_checkpoint_or_eval_file_that_cannot_be_used_is_refused_in_one_sentenc
                                          r"classifier: give its checkpoint too \(--serve_checkpoint\)\.$"):
         _settings(eval_file=missing + ".tsv")
     run = tmp_path / "run"
-    _write_fine_tuned(run)
+    write_fine_tuned(run)
     with pytest.raises(ValueError, match=rf"^serve eval_file {re.escape(missing)}\.tsv does not exist "
                                          r"\(--serve_eval_file\)\.$"):
         _settings(checkpoint=str(run), eval_file=missing + ".tsv")
-    unlabelled, _ = _write_dev_file(tmp_path / "unlabelled.tsv", with_labels=False)
+    unlabelled, _, _ = write_dev_file(tmp_path / "unlabelled.tsv", with_labels=False)
     with pytest.raises(ValueError, match=rf"^{re.escape(str(unlabelled))}:1: the header has no column 'label' "
                                          r"\(--serve_label_field\); its columns are \['sentence'\]\.$"):
         read_fine_tuned(_settings(checkpoint=str(run), eval_file=str(unlabelled)))
-    dev_file, _ = _write_dev_file(tmp_path / "dev.tsv")
+    dev_file, _, _ = write_dev_file(tmp_path / "dev.tsv")
     fine_tuned = read_fine_tuned(_settings(checkpoint=str(run / "ckpt-5"), eval_file=str(dev_file)))
     assert fine_tuned.num_labels == 3 and fine_tuned.labels == LABELS and len(fine_tuned.dev_examples) == 40
     (run / "labels.txt").write_text("bird\ncat\n")
@@ -318,8 +277,8 @@ def test_benchmark_serves_a_fine_tuned_classifier_by_every_runtime_on_the_same_a
     """A float32 row of every runtime, and beside them a bfloat16 and an int8 row, whose answers move by about their
     precision; each predicts the dev file: the float32 rows exactly as our SavedModel, the others with McNemar's
     test. The model is a checkpoint as run_classifier leaves it, its config read from beside it."""
-    model = _write_fine_tuned(tmp_path / "run")
-    dev_file, dev_labels = _write_dev_file(tmp_path / "dev.tsv")
+    model = write_fine_tuned(tmp_path / "run")
+    dev_file, _, dev_labels = write_dev_file(tmp_path / "dev.tsv")
     output_json = tmp_path / "serve.json"
     result = run_script(
         "benchmark", "--workloads=serve", f"--serve_checkpoint={tmp_path / 'run'}", f"--serve_eval_file={dev_file}",
@@ -387,8 +346,8 @@ def test_benchmark_refuses_a_bad_serve_flag_in_one_line(tmp_path):
     result = run_script("benchmark", "--workloads=serve", "--serve_rows=ours_onnx,ours_gpu", "--serve_runs=0")
     assert result.returncode == 1
     assert result.stderr.strip().splitlines()[-1].startswith("error: serve setting runs must be an integer")
-    _write_fine_tuned(tmp_path / "run")
-    dev_file, _ = _write_dev_file(tmp_path / "dev.tsv")
+    write_fine_tuned(tmp_path / "run")
+    dev_file, _, _ = write_dev_file(tmp_path / "dev.tsv")
     result = run_script("benchmark", "--workloads=serve", f"--serve_checkpoint={tmp_path / 'run'}",
                         f"--serve_eval_file={dev_file}", "--serve_label_field=topic", "--serve_seq_lengths=16,32")
     assert result.returncode == 1

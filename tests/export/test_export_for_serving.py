@@ -10,20 +10,14 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from albert_tf import AlbertConfig
 from albert_tf.benchmarking import serving
 from albert_tf.benchmarking.deployment_choice import (CANDIDATE_ROWS, candidate_status, check_candidates,
                                                       choose_deployment, select_deployment)
-from albert_tf.models.classifier import AlbertClassifier
 from albert_tf.tokenization import AlbertTokenizer
-from albert_tf.training.checkpointing import TrainingCheckpoints
 from data_gen.readers.glue import encode_text_pair
-from tests.helpers import randomize, run_script, tiny_config_values
+from tests.helpers import run_script
+from tests.serving_fixtures import LABELS, TINY, write_dev_file, write_fine_tuned
 
-TINY = tiny_config_values(vocab_size=120, embedding_size=16, hidden_size=32, num_hidden_layers=2,
-                          num_attention_heads=2, intermediate_size=64, max_position_embeddings=64,
-                          initializer_range=0.02)
-LABELS = ("bird", "cat", "dog")
 SEQ_LENGTH = 32
 ONNX_CANDIDATES = ("ours_onnx_optimized", "ours_onnx_int8")
 DEPLOYMENT_FIELDS = ("chosen", "configuration", "path", "artifact", "runtime", "precision", "load", "seq_length",
@@ -73,37 +67,8 @@ def test_candidates_are_ours_only_and_an_unknown_one_is_named():
         check_candidates(["ours_onnx", "hf_torch"])
 
 
-def _write_fine_tuned(directory):
-    """A 3-label classifier of TINY as run_classifier leaves it (ckpt-5, albert_config.json, labels.txt), its
-    weights random (none exactly 0 or 1) and its head scaled so the logits are centred and of unit size."""
-    config = AlbertConfig(**TINY)
-    model = AlbertClassifier(config, num_labels=len(LABELS), dropout_rate=0.0)
-    ids = np.random.default_rng(0).integers(5, config.vocab_size, (64, 24)).astype(np.int32)
-    inputs = {"input_word_ids": ids, "input_mask": np.ones_like(ids), "input_type_ids": np.zeros_like(ids)}
-    model(inputs, training=False)
-    randomize(model)
-    logits = model(inputs, training=False).numpy()
-    scale = float(np.sqrt(np.mean((logits - logits.mean(axis=0)) ** 2)))
-    model.head.output_weights.assign(model.head.output_weights / scale)
-    model.head.output_bias.assign((model.head.output_bias.numpy() - logits.mean(axis=0)) / scale)
-    directory.mkdir(parents=True, exist_ok=True)
-    TrainingCheckpoints(tf.distribute.get_strategy(), model, None, str(directory), 1).save(5)
-    config.to_json_file(str(directory / "albert_config.json"))
-    (directory / "labels.txt").write_text("".join(f"{label}\n" for label in LABELS))
-    return model
-
-
-def _write_dev_file(path, count=30):
-    rng = np.random.default_rng(1)
-    words = "the cat sat on a mat while some dogs ran past two birds in old trees near water".split()
-    sentences = [" ".join(rng.choice(words, rng.integers(2, 40))) for _ in range(count)]
-    labels = [LABELS[index] for index in rng.integers(len(LABELS), size=count)]
-    path.write_text("sentence\tlabel\n" + "".join(f"{s}\t{label}\n" for s, label in zip(sentences, labels)))
-    return path, sentences, labels
-
-
 def test_bad_input_is_one_sentence_naming_the_value(tmp_path):
-    dev_file, _, _ = _write_dev_file(tmp_path / "dev.tsv")
+    dev_file, _, _ = write_dev_file(tmp_path / "dev.tsv")
     with pytest.raises(ValueError, match=rf"^checkpoint {tmp_path / 'none'} does not exist"):
         choose_deployment(str(tmp_path / "none"), str(dev_file), str(tmp_path / "out"))
     with pytest.raises(ValueError, match=r"^seq_length must be an integer of at least 3 .*, got -8\.$"):
@@ -117,7 +82,7 @@ def test_bad_input_is_one_sentence_naming_the_value(tmp_path):
 
 
 def test_the_script_refuses_bad_input_in_one_line(tmp_path):
-    dev_file, _, _ = _write_dev_file(tmp_path / "dev.tsv")
+    dev_file, _, _ = write_dev_file(tmp_path / "dev.tsv")
     result = run_script("export_for_serving", f"--checkpoint={tmp_path / 'none'}", f"--eval_file={dev_file}",
                         f"--output_dir={tmp_path / 'out'}", "--candidates=ours_saved_model,ours_gpu")
     assert result.returncode == 1
@@ -151,8 +116,8 @@ def test_the_command_deploys_the_fastest_artifact_within_the_drop(tmp_path, spm_
     missing = serving.skip_reason(next(row for row in serving.SERVE_ROWS if row.name == "ours_onnx_int8"))
     if missing:
         pytest.skip(f"the ONNX candidates need the onnx extra: {missing}")
-    _write_fine_tuned(tmp_path / "run")
-    dev_file, sentences, labels = _write_dev_file(tmp_path / "dev.tsv")
+    write_fine_tuned(tmp_path / "run")
+    dev_file, sentences, labels = write_dev_file(tmp_path / "dev.tsv")
     output_dir = tmp_path / "deploy"
     candidates = ("ours_saved_model",) + ONNX_CANDIDATES
     result = run_script("export_for_serving", f"--checkpoint={tmp_path / 'run'}", f"--eval_file={dev_file}",
@@ -189,8 +154,8 @@ def test_the_command_deploys_the_fastest_artifact_within_the_drop(tmp_path, spm_
 
 @pytest.mark.slow
 def test_a_row_that_fails_is_reported_and_not_chosen(tmp_path, spm_model_file):
-    _write_fine_tuned(tmp_path / "run")
-    dev_file, _, labels = _write_dev_file(tmp_path / "dev.tsv")
+    write_fine_tuned(tmp_path / "run")
+    dev_file, _, labels = write_dev_file(tmp_path / "dev.tsv")
     calls = []
 
     def run_row(row, artifacts, settings, predict_dev=False):
