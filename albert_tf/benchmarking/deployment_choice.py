@@ -22,8 +22,6 @@ import shutil
 import tempfile
 from typing import Callable, Dict, List, Optional, Sequence
 
-from absl import logging
-
 from albert_tf.benchmarking.peer_comparison import OURS
 from albert_tf.benchmarking.serving import (SERVE_ROWS, ServeSettings, checkpoint_config, run_row_child,
                                             run_serving)
@@ -119,17 +117,6 @@ def load_line(record: dict, path: str, seq_length: int) -> str:
                                                 hint=_OPENVINO_HINTS.get(record.get("precision"), "f32"))
 
 
-def _failed_run(artifacts, settings: ServeSettings, predict_dev: bool) -> dict:
-    """A stand-in run for a row whose process failed, so the serve workload's record can be written (it is then
-    replaced by the failure): a second a call and the reference's own logits."""
-    cases = settings.cases()
-    run = {"seconds": {case: [1.0] for case in cases}, "peak_rss_mb": 0.0, "first_answer_seconds": 0.0,
-           "threads": 0, "logits": {case: value.tolist() for case, value in artifacts.reference_logits.items()}}
-    if predict_dev and artifacts.dev is not None:
-        run["dev_logits"] = artifacts.dev.reference_logits.tolist()
-    return run
-
-
 def _candidate_summary(record: dict, max_accuracy_drop: float, seq_length: int) -> dict:
     summary = {"row": record.get("row"), "configuration": record.get("configuration"),
                "runtime": record.get("runtime"), "precision": record.get("precision"),
@@ -205,28 +192,17 @@ def choose_deployment(checkpoint: str, eval_file: str, output_dir: str, *, spm_m
     except ValueError as error:
         raise ValueError(str(error).replace("serve setting ", "")) from None
     paths: Dict[str, object] = {}
-    failures: Dict[str, str] = {}
     run_one = run_row or run_row_child
 
-    def run_or_report(row, artifacts, row_settings, predict_dev=False):
+    def run_noting_paths(row, artifacts, row_settings, predict_dev=False):
         paths.update(artifacts.paths)
-        if row.name in failures:
-            return _failed_run(artifacts, row_settings, predict_dev)
-        try:
-            return run_one(row, artifacts, row_settings, predict_dev=predict_dev)
-        except (RuntimeError, OSError) as error:  # the row's process failed: report it, never choose it
-            logging.warning("serve row %s failed: %s", row.name, error)
-            failures[row.name] = str(error).strip()[-2000:]
-            return _failed_run(artifacts, row_settings, predict_dev)
+        return run_one(row, artifacts, row_settings, predict_dev=predict_dev)
 
     with tempfile.TemporaryDirectory(dir=work_dir) as scratch:
         try:
-            records = run_serving(settings, work_dir=scratch, run_row=run_or_report)
+            records = run_serving(settings, work_dir=scratch, run_row=run_noting_paths, report_failed_rows=True)
         except LabeledTextError as error:  # name the reader's flags as this command does
             raise LabeledTextError(str(error).replace("--serve_", "--")) from None
-        records = [{name: record[name] for name in ("row", "configuration", "runtime", "precision")}
-                   | {"failed": failures[record["row"]]} if record["row"] in failures else record
-                   for record in records]
         chosen = select_deployment(records, max_accuracy_drop, seq_length)
         _empty_output_dir(output_dir)
         artifact_path = _copy_artifact(paths[chosen["artifact"]], output_dir, seq_length)

@@ -433,12 +433,14 @@ def mcnemar_p_values(discordant: Sequence[tuple]) -> List[float]:
 
 
 def run_serving(settings: ServeSettings, peers: Sequence[str] = (), work_dir: Optional[str] = None,
-                run_row: Optional[Callable[..., dict]] = None) -> List[dict]:
+                run_row: Optional[Callable[..., dict]] = None, report_failed_rows: bool = False) -> List[dict]:
     """Builds every artifact once (`prepare_serving`), runs every row that can run `settings.repeats` times,
     interleaved, each in its own process (`run_row_child`); returns a record per row in SERVE_ROWS' order, a
     skipped row's with its reason (`serve_table` prints them). The files go to `work_dir` (default: a temporary
     directory). With `settings.eval_file`, each row's first run also predicts the dev set (`dev_fields`), and every
-    row that is not float32 gets McNemar's p-value against our float32 SavedModel (`mcnemar_p_values`).
+    row that is not float32 gets McNemar's p-value against our float32 SavedModel (`mcnemar_p_values`). With
+    `report_failed_rows`, a row whose process fails is not run again and its record says why (`failed`), instead
+    of ending the workload.
 
     Example:
     >>> records = run_serving(settings, ["transformers"])  # doctest: +SKIP
@@ -458,12 +460,22 @@ def run_serving(settings: ServeSettings, peers: Sequence[str] = (), work_dir: Op
     with tempfile.TemporaryDirectory() as scratch:
         artifacts = prepare_serving(settings, runnable, work_dir or scratch, fine_tuned=fine_tuned)
         runs: Dict[str, List[dict]] = {row.name: [] for row in runnable}
+        failures: Dict[str, str] = {}
         for repeat in range(settings.repeats):
             for row in runnable:
+                if row.name in failures:
+                    continue
                 logging.info("serve run %d of %d: %s", repeat + 1, settings.repeats, row.label)
-                runs[row.name].append(run_row(row, artifacts, settings,
-                                              predict_dev=artifacts.dev is not None and repeat == 0))
-        records = [_record(row, runs[row.name], artifacts, settings) if row.name in runs
+                try:
+                    runs[row.name].append(run_row(row, artifacts, settings,
+                                                  predict_dev=artifacts.dev is not None and repeat == 0))
+                except (RuntimeError, OSError) as error:
+                    if not report_failed_rows:
+                        raise
+                    logging.warning("serve row %s failed: %s", row.name, error)
+                    failures[row.name] = str(error).strip()[-2000:]
+        records = [{**_common_fields(row, settings), "failed": failures[row.name]} if row.name in failures
+                   else _record(row, runs[row.name], artifacts, settings) if row.name in runs
                    else _skipped_record(row, reasons[row.name], settings) for row in rows]
     tested = [record for record in records if "dev_discordant" in record and record["precision"] != "float32"]
     p_values = mcnemar_p_values([(record["dev_discordant"]["float32_right_only"],
