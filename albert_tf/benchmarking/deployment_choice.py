@@ -20,7 +20,7 @@ import math
 import os
 import shutil
 import tempfile
-from typing import Callable, Dict, List, Optional, Sequence
+from typing import Callable, Dict, Optional, Sequence
 
 from albert_tf.benchmarking.peer_comparison import OURS
 from albert_tf.benchmarking.serving import (SERVE_ROWS, ServeSettings, checkpoint_config, run_row_child,
