@@ -13,6 +13,16 @@ import psutil
 from albert_tf.training.host_allocator import release_library_pages
 
 REPOSITORY_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+# `make install`'s directory of the report's packages (requirements-report.txt: scipy, matplotlib), beside
+# site-packages. No TensorFlow process has it on its path (albert_tf/experiments/write_report.py says why); the
+# child processes that write a report or run a statistical test add it.
+REPORT_PACKAGES = os.path.join(sys.prefix, "report")
+
+
+def add_report_packages_to_path() -> None:
+    """Appends REPORT_PACKAGES to sys.path: after site-packages, so nothing there shadows the environment's own."""
+    if os.path.isdir(REPORT_PACKAGES) and REPORT_PACKAGES not in sys.path:
+        sys.path.append(REPORT_PACKAGES)
 
 
 @dataclasses.dataclass

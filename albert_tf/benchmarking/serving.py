@@ -70,7 +70,7 @@ import numpy as np
 import tensorflow as tf
 from absl import logging
 
-from albert_tf.benchmarking.child_process import REPOSITORY_ROOT, run_python_child
+from albert_tf.benchmarking.child_process import REPORT_PACKAGES, REPOSITORY_ROOT, run_python_child
 from albert_tf.benchmarking.finetune_text import train_built_in_tokenizer
 from albert_tf.benchmarking.peer_comparison import OURS, check_peers_can_build, parse_peers
 from albert_tf.benchmarking.peer_protocol import RECORD_MARKER
@@ -103,9 +103,6 @@ ONNX_PACKAGES = os.path.join(REPOSITORY_ROOT, ".venv", "onnx")
 INPUT_KINDS = ("text", "random")
 # The random model's labels; a fine-tuned one has its own.
 NUM_LABELS = 2
-# scipy's directory (`make install`, requirements-report.txt), outside site-packages: the report's, as
-# albert_tf/experiments/write_report.py's REPORT_PACKAGES (which the layout keeps this package from importing).
-REPORT_PACKAGES = os.path.join(sys.prefix, "report")
 # The runtimes that predict the dev set padded to the longest timed length: TFLite's models are fixed to it, and
 # XLA would compile once per length.
 FIXED_LENGTH_RUNTIMES = ("tflite", "xla")
@@ -427,7 +424,7 @@ def mcnemar_p_values(discordant: Sequence[tuple]) -> List[float]:
     """
     if not discordant:
         return []
-    spec = {"discordant": [[int(b), int(c)] for b, c in discordant], "report_packages": REPORT_PACKAGES}
+    spec = {"discordant": [[int(b), int(c)] for b, c in discordant]}
     return run_python_child(["-m", CHILD_MODULE, "mcnemar", json.dumps(spec)], RECORD_MARKER,
                             "Computing McNemar's test failed in its child process").record["p_values"]
 

@@ -1,7 +1,7 @@
 """One row of the `serve` workload (albert_tf/benchmarking/serving.py) in a Python process of its own:
 
     python -m albert_tf.benchmarking.serving_child SPEC_JSON
-    python -m albert_tf.benchmarking.serving_child mcnemar '{"discordant": [[b, c], ...], "report_packages": DIR}'
+    python -m albert_tf.benchmarking.serving_child mcnemar '{"discordant": [[b, c], ...]}'
 
 The row's runtime loads its artifact as a deployment would and answers the parent's inputs (`time_serving`): the
 first answer at batch 1 on the shortest length, timed from the process's start (the imports, the load and the
@@ -32,6 +32,7 @@ from typing import Callable, Dict, List, Tuple
 import numpy as np
 import psutil
 
+from albert_tf.benchmarking.child_process import add_report_packages_to_path
 from albert_tf.benchmarking.peer_protocol import RECORD_MARKER, peak_rss_mb
 
 # Hugging Face's input names, and ours they take their values from.
@@ -122,9 +123,8 @@ def predict_dev(predict: Predictor, dev: dict) -> np.ndarray:
 def mcnemar_p_values(spec: dict) -> List[float]:
     """The exact two-sided McNemar p-value of each [b, c] of `spec["discordant"]` (the examples only the
     reference gets right, only the other gets right): scipy.stats.binomtest(b, b + c, 0.5), 1 where b + c is 0.
-    scipy comes from `spec["report_packages"]` (.venv/report), which no TensorFlow process has on its path."""
-    if spec["report_packages"] not in sys.path:
-        sys.path.append(spec["report_packages"])
+    scipy comes from REPORT_PACKAGES (.venv/report), which no TensorFlow process has on its path."""
+    add_report_packages_to_path()
     from scipy.stats import binomtest
 
     return [float(binomtest(b, b + c, 0.5).pvalue) if b + c else 1.0 for b, c in spec["discordant"]]

@@ -18,14 +18,11 @@ Example (it needs a finished run's records, so it is not run here):
 import argparse
 import json
 import os
-import sys
 from typing import Dict, Optional, Sequence
 
-from albert_tf.benchmarking.child_process import run_python_child
+from albert_tf.benchmarking.child_process import REPORT_PACKAGES, add_report_packages_to_path, run_python_child
 
 REPORT_INPUTS_NAME = "report_inputs.json"
-# `make install`'s directory of the report's packages (requirements-report.txt), beside site-packages.
-REPORT_PACKAGES = os.path.join(sys.prefix, "report")
 PATHS_MARKER = "REPORT_PATHS "
 
 
@@ -39,9 +36,7 @@ def write_report_in_child(output_dir: str) -> Dict[str, str]:
 
 def put_report_packages_on_path() -> None:
     """Makes scipy importable in this process (it must not be in a training process), or exits with one line."""
-    if os.path.isdir(REPORT_PACKAGES) and REPORT_PACKAGES not in sys.path:
-        # After site-packages, so that nothing there can shadow the environment's own packages.
-        sys.path.append(REPORT_PACKAGES)
+    add_report_packages_to_path()
     try:
         import scipy.stats  # noqa: F401  (only to fail here, in one line, without it)
     except ImportError:
