@@ -70,6 +70,22 @@ def exported(tmp_path_factory, spm_model_file):
 
 
 @pytest.fixture(scope="module")
+def fine_tuned_export(exported):
+    """export_to_tfhub of a fine-tuned classifier's checkpoint directory with --digit_comma_rule=drop_added_marker:
+    one script run for the tests of both (the classifier and the export path)."""
+    directory = exported["directory"] / "fine_tuned"
+    classifier = AlbertClassifier(exported["pretrainer"].config, num_labels=3)
+    writing.save_weights(classifier, str(directory / "ckpt" / "model"), format="native")
+    export_path = str(directory / "hub")
+    result = run_script("export_to_tfhub", f"--init_checkpoint={directory / 'ckpt'}",
+                        f"--albert_config_file={exported['directory'] / 'albert_config.json'}",
+                        f"--spm_model_file={exported['spm_model']}", f"--export_path={export_path}",
+                        "--digit_comma_rule=drop_added_marker")
+    assert result.returncode == 0, result.stderr[-3000:]
+    return {"classifier": classifier, "export_path": export_path}
+
+
+@pytest.fixture(scope="module")
 def loaded(exported):
     """The namespace LOAD_SNIPPET leaves: the loaded encoder and preprocessor and what it computed."""
     namespace = {"export_path": exported["export_path"]}
@@ -271,12 +287,9 @@ def test_export_refuses_random_weights_existing_exports_and_wrong_vocabularies(e
 
 
 @pytest.mark.slow
-def test_export_of_a_fine_tuned_classifier_leaves_its_head_out(exported, tmp_path):
-    config, spm_model = exported["pretrainer"].config, exported["spm_model"]
-    classifier = AlbertClassifier(config, num_labels=3)
-    checkpoint = writing.save_weights(classifier, str(tmp_path / "ckpt" / "model"), format="native")
-    encoder_dir, _ = export_hub_modules(str(tmp_path / "hub"), config, spm_model, init_checkpoint=checkpoint)
-    loaded = tf.saved_model.load(encoder_dir)
+def test_export_of_a_fine_tuned_classifier_leaves_its_head_out(fine_tuned_export):
+    classifier = fine_tuned_export["classifier"]
+    loaded = tf.saved_model.load(os.path.join(fine_tuned_export["export_path"], "encoder"))
     assert not hasattr(loaded, "mlm")
     inputs = {name: tf.constant(value) for name, value in _example_inputs().items()}
     np.testing.assert_allclose(loaded(inputs)["pooled_output"],
@@ -316,15 +329,8 @@ def test_classifier_with_preprocessor_takes_raw_text(exported, tmp_path):
 
 
 @pytest.mark.slow
-def test_export_script_takes_the_digit_comma_rule(exported):
-    directory = exported["directory"]
-    export_path = str(directory / "drop_added_marker")
-    result = run_script("export_to_tfhub", f"--init_checkpoint={directory / 'ckpt'}",
-                        f"--albert_config_file={directory / 'albert_config.json'}",
-                        f"--spm_model_file={exported['spm_model']}", f"--export_path={export_path}",
-                        "--digit_comma_rule=drop_added_marker")
-    assert result.returncode == 0, result.stderr[-3000:]
-    preprocessor = tf.saved_model.load(os.path.join(export_path, "preprocessor"))
+def test_export_script_takes_the_digit_comma_rule(fine_tuned_export, loaded):
+    preprocessor = tf.saved_model.load(os.path.join(fine_tuned_export["export_path"], "preprocessor"))
     assert preprocessor.digit_comma_rule.numpy().decode() == "drop_added_marker"
-    default = tf.saved_model.load(os.path.join(exported["export_path"], "preprocessor"))
+    default = loaded["preprocessor"]  # the guide's export, without --digit_comma_rule
     assert default.digit_comma_rule.numpy().decode() == "keep_added_marker"

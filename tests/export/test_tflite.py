@@ -55,8 +55,13 @@ def _separable_task(num_examples, seed):
 
 def _saved_model_outputs(saved_model_dir, inputs):
     loaded, signature = serving_signature(saved_model_dir)
-    outputs = signature(**{name: tf.constant(value) for name, value in inputs.items()})
+    outputs = _signature_outputs(signature, inputs)
     del loaded
+    return outputs
+
+
+def _signature_outputs(signature, inputs):
+    outputs = signature(**{name: tf.constant(value) for name, value in inputs.items()})
     return {name: value.numpy() for name, value in outputs.items()}
 
 
@@ -105,6 +110,14 @@ def encoder_export(tmp_path_factory, spm_model_file):
                         "--tflite_variants=float32,int8", f"--seq_length={SEQ_LENGTH}")
     assert result.returncode == 0, result.stderr[-3000:]
     return str(directory / "hub" / "encoder")
+
+
+@pytest.fixture(scope="module")
+def encoder_signature(encoder_export):
+    """The encoder SavedModel's serving_default, loaded once for the tests that take it as the reference."""
+    loaded, signature = serving_signature(encoder_export)
+    yield signature
+    del loaded
 
 
 def test_classifier_tflite_variants_keep_the_saved_models_predictions(classifier_export, classifier_tflite):
@@ -166,11 +179,11 @@ def test_tflite_conversion_refuses_bad_requests(classifier_export, tmp_path):
     assert not (tmp_path / "model_float32.tflite").exists()
 
 
-def test_export_to_tfhub_writes_the_encoder_as_tflite(encoder_export):
+def test_export_to_tfhub_writes_the_encoder_as_tflite(encoder_export, encoder_signature):
     inputs, _ = _separable_task(8, seed=2)
     inputs["input_word_ids"] = inputs["input_word_ids"] * 2  # the spm model's 120 ids, not the task's 60
     inputs["input_type_ids"][:, SEQ_LENGTH // 2:] = inputs["input_mask"][:, SEQ_LENGTH // 2:]
-    reference = _saved_model_outputs(encoder_export, inputs)
+    reference = _signature_outputs(encoder_signature, inputs)
     assert not tf.io.gfile.exists(tflite_path(encoder_export, "float16"))
     for variant in ("float32", "int8"):
         path = tflite_path(encoder_export, variant)
@@ -196,7 +209,7 @@ def _onnxruntime_outputs(model_path, inputs):
     return dict(zip(names, session.run(names, dict(inputs))))
 
 
-def test_onnx_models_match_the_saved_models(classifier_export, encoder_export, tmp_path):
+def test_onnx_models_match_the_saved_models(classifier_export, encoder_export, encoder_signature, tmp_path):
     missing = [name for name in ("tf2onnx", "onnx", "onnxruntime") if _absent(name)]
     if missing:
         reason = f"the onnx extra is not installed ({', '.join(missing)} missing): run `make onnx`"
@@ -212,7 +225,7 @@ def test_onnx_models_match_the_saved_models(classifier_export, encoder_export, t
     path = export_mobile_models(encoder_export, onnx=True)["onnx"]
     for seq_length in (SEQ_LENGTH, 9):
         inputs = {name: value[:5, :seq_length] for name, value in _separable_task(8, seed=3)[0].items()}
-        reference = _saved_model_outputs(encoder_export, inputs)
+        reference = _signature_outputs(encoder_signature, inputs)
         outputs = _onnxruntime_outputs(path, inputs)
         assert sorted(outputs) == sorted(reference)
         drift = output_drift(reference, outputs)
