@@ -1,8 +1,10 @@
 """Shared pytest setup: the test oracles on the path, quiet TensorFlow logs, a fresh jit_compile choice cache, a
 fixed Keras dtype policy and absl logger level per test, the SentencePiece model and tokenizer that the tests share,
 and a fresh ram:// directory per test."""
+import json
 import logging
 import os
+import resource
 import sys
 import tempfile
 import time
@@ -39,7 +41,31 @@ import pytest
 import tensorflow as tf
 
 from albert_tf.tokenization import AlbertTokenizer
+from tests import forked_scripts
 from tests.helpers import make_spm_model
+
+# `ALBERT_TF_TEST_CPU_PROFILE=FILE make test` appends a JSON line per test to FILE: its wall seconds and the CPU
+# seconds of its worker, the processes it started and the scripts forked for it (docs/layout.md, "The tests").
+CPU_PROFILE = os.environ.get("ALBERT_TF_TEST_CPU_PROFILE")
+
+
+def _cpu_seconds():
+    own, children = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return (own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
+            + forked_scripts.forked_cpu_seconds())
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_protocol(item, nextitem):
+    if not CPU_PROFILE:
+        yield
+        return
+    cpu, wall = _cpu_seconds(), time.monotonic()
+    yield
+    line = json.dumps({"test": item.nodeid, "cpu_seconds": round(_cpu_seconds() - cpu, 2),
+                       "wall_seconds": round(time.monotonic() - wall, 2)})
+    with open(CPU_PROFILE, "a", encoding="utf-8") as handle:
+        handle.write(line + "\n")
 
 
 @pytest.fixture(autouse=True)

@@ -139,8 +139,9 @@ def _run_program(request, stdin, stdout, stderr):
 
 
 def _report_exit(connection, lock, pid):
-    _, status = os.waitpid(pid, 0)
-    _send(connection, lock, {"exited": pid, "returncode": os.waitstatus_to_exitcode(status)})
+    _, status, usage = os.wait4(pid, 0)
+    _send(connection, lock, {"exited": pid, "returncode": os.waitstatus_to_exitcode(status),
+                             "cpu_seconds": usage.ru_utime + usage.ru_stime})
 
 
 def serve(connection):
@@ -242,6 +243,8 @@ class _Server:
         atexit.register(self.close)
         self._started = []
         self._returncodes = {}
+        # The CPU time of the forked programs that have ended (they and the processes they waited for).
+        self.children_cpu_seconds = 0.0
         self._lock = threading.Lock()
 
     def close(self):
@@ -310,6 +313,7 @@ class _Server:
                 self._started.append(message["started"])
             else:
                 self._returncodes[message["exited"]] = message["returncode"]
+                self.children_cpu_seconds += message["cpu_seconds"]
         return value
 
 
@@ -328,6 +332,12 @@ def popen(arguments, cwd=REPO_ROOT, env=None, stdout=subprocess.PIPE, stderr=sub
         return _server.start(arguments, cwd, environment, stdout, stderr)
     return subprocess.Popen([sys.executable, *arguments], cwd=cwd, env=environment, stdin=subprocess.DEVNULL,
                             stdout=stdout, stderr=stderr, text=True)
+
+
+def forked_cpu_seconds():
+    """The CPU seconds of the programs this worker's server has forked and seen end: they are the server's
+    children, not this process's, so resource.RUSAGE_CHILDREN here does not count them."""
+    return 0.0 if _server is None else _server.children_cpu_seconds
 
 
 def run(arguments, cwd=REPO_ROOT, env=None, timeout=None):
