@@ -1,6 +1,9 @@
-"""run_scripts.entry: a user error ends a script with one `error:` line, any other error with its traceback."""
+"""run_scripts.entry: a user error ends a script with one `error:` line, any other error with its traceback; every
+script starts and prints its help."""
+import ast
 import json
 import os
+import pathlib
 import subprocess
 import sys
 
@@ -147,3 +150,31 @@ def test_console_command_that_names_no_script_is_refused(monkeypatch, command):
     monkeypatch.setattr("sys.argv", [f"/venv/bin/{command}"])
     with pytest.raises(SystemExit, match=f"error: the command '{command}' names no script of run_scripts"):
         entry.run_console_script()
+
+
+# ---- every script starts ------------------------------------------------------------------------------------
+
+SCRIPTS_DIR = pathlib.Path(REPO_ROOT) / "run_scripts"
+SCRIPTS = sorted(path.stem for path in SCRIPTS_DIR.glob("*.py")
+                 if '\nif __name__ == "__main__":' in path.read_text(encoding="utf-8"))
+
+
+def _docstring_first_line(script):
+    """The first line of the script's docstring, read without importing it (that would define its flags here)."""
+    source = (SCRIPTS_DIR / f"{script}.py").read_text(encoding="utf-8")
+    return ast.get_docstring(ast.parse(source)).splitlines()[0]
+
+
+def test_every_entry_point_is_a_script():
+    assert len(SCRIPTS) >= 20 and {"run_pretraining", "run_glue", "run_squad", "create_pretraining_data",
+                                   "export_to_tfhub", "benchmark", "reproduce_paper"} <= set(SCRIPTS)
+
+
+@pytest.mark.parametrize("script", SCRIPTS)
+def test_every_script_imports_defines_its_flags_and_prints_its_help(script):
+    """Each script's flags are defined without a clash and its help is its docstring with its flags (absl's
+    --helpshort exits 1): the one run of each script that `make test-fast` makes, a fork of under a second."""
+    result = run_script(script, "--helpshort", timeout=120)
+    assert result.returncode == 1, result.stderr[-3000:]
+    assert _docstring_first_line(script) in result.stdout, result.stdout[:2000]
+    assert "\n  --" in result.stdout, result.stdout[-2000:]
