@@ -75,9 +75,10 @@ from albert_tf.benchmarking.finetune_text import train_built_in_tokenizer
 from albert_tf.benchmarking.peer_comparison import OURS, check_peers_can_build, parse_peers
 from albert_tf.benchmarking.peer_protocol import RECORD_MARKER
 from albert_tf.benchmarking.probes import load_average
+from albert_tf.checkpoints.conversion import head_rows
 from albert_tf.checkpoints.loading import load_weights
 from albert_tf.checkpoints.locating import CheckpointLocation, find_vocab_files
-from albert_tf.checkpoints.reading import NATIVE_PREFIX, CheckpointContents, read_checkpoint
+from albert_tf.checkpoints.reading import CheckpointContents, read_checkpoint
 from albert_tf.checkpoints.writing import save_weights
 from albert_tf.config import AlbertConfig
 from albert_tf.export.onnx_export import convert_to_onnx
@@ -88,7 +89,7 @@ from albert_tf.models.classifier import AlbertClassifier
 from albert_tf.models.encoder import INPUT_NAMES
 from albert_tf.tasks.checkpoint_evaluation import BEST_DIR_NAME
 from albert_tf.tasks.classification_functions import classification_serving_fn
-from albert_tf.tasks.text_classification import LABELS_FILE
+from albert_tf.tasks.text_classification import LABELS_FILE, read_labels_file
 from albert_tf.tokenization import AlbertTokenizer
 from albert_tf.training.bfloat16_support import cpu_bfloat16_units
 from albert_tf.training.compile_choice import cpu_model_name
@@ -304,8 +305,6 @@ def skip_reason(row: ServeRow) -> Optional[str]:
 
 # The reader's (run_classifier's) flags, as the benchmark names them.
 _EVAL_FLAGS = re.compile(r"--(text_field|text_b_field|label_field|file_format)\b")
-# Where a classifier's output_weights [labels, hidden] are: a TF1 checkpoint's name, a native one's object path.
-_HEAD_WEIGHTS = ("output_weights", NATIVE_PREFIX + "head/output_weights")
 
 
 def _with_serve_flags(read: Callable):
@@ -354,12 +353,12 @@ def read_fine_tuned(settings: ServeSettings) -> Optional[FineTuned]:
     if settings.checkpoint is None:
         return None
     contents = read_checkpoint(settings.checkpoint)
-    shapes = [contents.shapes[name] for name in _HEAD_WEIGHTS if name in contents.shapes]
-    if not shapes or len(shapes[0]) != 2 or shapes[0][0] < 2:
+    num_labels = head_rows(contents)
+    if num_labels is None or num_labels < 2:
         raise ValueError(f"serve checkpoint {contents.location.path} has no classifier head of two or more labels "
                          "(output_weights [labels, hidden]): give a run_classifier or run_glue checkpoint of a "
                          "single-label task.")
-    fine_tuned = FineTuned(contents, int(shapes[0][0]))
+    fine_tuned = FineTuned(contents, int(num_labels))
     if settings.eval_file is None:
         return fine_tuned
     fine_tuned.labels, labels_file = _model_labels(contents.location)
@@ -386,8 +385,7 @@ def _model_labels(location: CheckpointLocation) -> tuple:
     for candidate in candidates:
         path = os.path.join(candidate, LABELS_FILE)
         if tf.io.gfile.exists(path):
-            with tf.io.gfile.GFile(path, "r") as handle:
-                return tuple(line.strip() for line in handle if line.strip()), path
+            return read_labels_file(path), path
     raise ValueError(f"serve checkpoint {location.path} has no {LABELS_FILE} beside it (run_classifier writes the "
                      "model's labels in its output directory), so the eval file's labels cannot be matched to its "
                      "outputs.")

@@ -32,9 +32,9 @@ def _auto_head(contents):
     return "pretraining" if has_heads else "encoder"
 
 
-def _head_rows(contents, tf1_name):
-    """The rows of the head's `output_weights` [num_labels, H]: under its TF1 name, or, in a checkpoint the
-    fine-tuning scripts wrote (native), under the task model's `head`; None when neither is a matrix."""
+def head_rows(contents: CheckpointContents, tf1_name: str = "output_weights") -> Optional[int]:
+    """The rows (labels) of a task head's `output_weights` [num_labels, H]: under its TF1 name, or, in a checkpoint
+    the fine-tuning scripts wrote (native), under the task model's `head`; None when neither is a matrix."""
     for name in (tf1_name, f"{NATIVE_PREFIX}head/output_weights"):
         shape = contents.shapes.get(name)
         if shape is not None and len(shape) == 2:
@@ -67,14 +67,14 @@ def model_for_checkpoint(contents: CheckpointContents, config: AlbertConfig, hea
     if head == "auto":
         head = _auto_head(contents)
     if head == "classifier":
-        num_labels = _head_rows(contents, "output_weights")
+        num_labels = head_rows(contents, "output_weights")
         if num_labels is None:
             raise ValueError(f"{contents.location.path} has no classifier head (output_weights [num_labels, H]) "
                              f"to size an AlbertClassifier from.")
         return AlbertClassifier(config, num_labels=num_labels)
     if head == "token_classifier":
         name = f"{TOKEN_CLASSIFIER_SCOPE}/output_weights"
-        num_labels = _head_rows(contents, name)
+        num_labels = head_rows(contents, name)
         if num_labels is None:
             raise ValueError(f"{contents.location.path} has no token classification head ({name} [num_labels, H]) "
                              f"to size an AlbertTokenClassifier from.")

@@ -238,6 +238,13 @@ def _checked_label_list(labels, origin):
     return labels
 
 
+def read_labels_file(path: str) -> tuple:
+    """The labels a run saved in `path` (its LABELS_FILE), one a line, in the model's output order; an empty or
+    repeated one is refused in one sentence naming the file."""
+    with tf.io.gfile.GFile(path, "r") as handle:
+        return _checked_label_list([line.strip() for line in handle if line.strip()], path)
+
+
 def resolve_labels(options: TextClassificationOptions, examples: Dict[str, List[LabeledExample]]) -> tuple:
     """The model's labels: `labels`, else output_dir/labels.txt, else the training file's sorted; written back to
     output_dir/labels.txt. Regression has none."""
@@ -248,10 +255,7 @@ def resolve_labels(options: TextClassificationOptions, examples: Dict[str, List[
             raise LabeledTextError(f"--labels={','.join(options.labels)} names classes, but --regression predicts a "
                                    f"number.")
         return ()
-    saved = None
-    if tf.io.gfile.exists(path):
-        with tf.io.gfile.GFile(path, "r") as handle:
-            saved = _checked_label_list([line.strip() for line in handle if line.strip()], path)
+    saved = read_labels_file(path) if tf.io.gfile.exists(path) else None
     if options.labels:
         labels = _checked_label_list(options.labels, "--labels")
         if saved is not None and saved != labels:
