@@ -378,9 +378,28 @@ def _distribute(strategy, dataset_fn, global_batch_size, skip_steps, micro_batch
             dataset = dataset.batch(micro_batches, drop_remainder=True)
         return dataset
 
-    # The strategies build every local pipeline here, so the element spec is known when this returns.
-    dataset = strategy.distribute_datasets_from_function(dataset_for_pipeline)
+    if _is_one_cpu(strategy):
+        # Deleting an iterator waits for tf.data's autotuning thread to wake by itself (TensorFlow 2.21): after as
+        # long as the iterator had lived, up to a minute, at the end of every training run and prediction. A
+        # strategy's distributed dataset autotunes the pipelines it builds per device; on one CPU the host's
+        # pipeline is the device's, read without autotuning (BUILD_NOTES.md, "Optimization and the training loop").
+        dataset = dataset_for_pipeline(tf.distribute.InputContext()).with_options(_WITHOUT_AUTOTUNING)
+    else:
+        # The strategies build every local pipeline here, so the element spec is known when this returns.
+        dataset = strategy.distribute_datasets_from_function(dataset_for_pipeline)
     return dataset, element_specs[-1]
+
+
+# AUTOTUNE then means as many parallel calls as cores (16 at most), and prefetch buffers still grow as they are read.
+_WITHOUT_AUTOTUNING = tf.data.Options()
+_WITHOUT_AUTOTUNING.autotune.enabled = False
+
+
+def _is_one_cpu(strategy) -> bool:
+    if not isinstance(strategy, tf.distribute.OneDeviceStrategy):
+        return False
+    device, = strategy.extended.worker_devices
+    return tf.DeviceSpec.from_string(device).device_type == "CPU"
 
 
 def _measure_in_child_process(command, cache, key):

@@ -11,6 +11,7 @@ import pytest
 import tensorflow as tf
 
 from albert_tf.training import bfloat16_support, optimization, train_step
+from albert_tf.training import trainer as trainer_module
 from albert_tf.training.checkpointing import NonFiniteLossError
 from albert_tf.training.trainer import Trainer
 from albert_tf.training.training_settings import set_mixed_precision
@@ -322,3 +323,22 @@ def test_bad_arguments_are_named(tmp_path):
                 model_dir=str(tmp_path)).train(toy.train_dataset_fn, 2, global_batch_size=8)
     with pytest.raises(ValueError, match="Unknown mixed precision policy 'float16'; allowed: float32, "):
         set_mixed_precision("float16")
+
+
+def test_one_cpu_reads_its_pipeline_without_autotuning_and_other_strategies_distribute_it():
+    """Deleting an iterator over an autotuned pipeline waits for tf.data's autotuning thread to wake by itself
+    (TensorFlow 2.21), up to a minute after a long run: on one CPU the Trainer iterates the pipeline itself, not
+    autotuned, in the order a distributed dataset gives it."""
+    def dataset_fn(input_context, batch_size, skip_batches):
+        assert (input_context.num_input_pipelines, input_context.input_pipeline_id) == (1, 0)
+        return tf.data.Dataset.range(12).batch(batch_size).skip(skip_batches)
+
+    dataset, element_spec = trainer_module._distribute(_one_device(), dataset_fn, 4, skip_steps=1, micro_batches=1)
+    assert isinstance(dataset, tf.data.Dataset) and dataset.options().autotune.enabled is False
+    assert element_spec.shape.as_list() == [None]
+    mirrored = tf.distribute.MirroredStrategy(["/cpu:0"])
+    distributed, _ = trainer_module._distribute(mirrored, dataset_fn, 4, skip_steps=1, micro_batches=1)
+    assert not isinstance(distributed, tf.data.Dataset)
+    read = [[int(value) for value in batch] for batch in dataset]
+    assert read == [[int(value) for value in mirrored.experimental_local_results(batch)[0]] for batch in distributed]
+    assert read == [[4, 5, 6, 7], [8, 9, 10, 11]]
