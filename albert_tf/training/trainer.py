@@ -310,7 +310,9 @@ class Trainer:
     def evaluate(self, dataset_fn, metrics_fn, global_batch_size, max_steps=None):
         """Runs metrics_fn over a finite dataset (at most max_steps global batches); returns {name: ratio}."""
         jit_compile = self._inference_jit_compile()
-        if metrics_fn not in self._evaluate_functions:
+        dataset, _ = _distribute(self.strategy, dataset_fn, global_batch_size, skip_steps=0, micro_batches=1)
+        key = (metrics_fn, _batch_signature(dataset))
+        if key not in self._evaluate_functions:
             replica_metrics = compiled(lambda replica_batch: metrics_fn(self.model, replica_batch), jit_compile)
 
             def evaluate_step(batch):
@@ -318,11 +320,10 @@ class Trainer:
                 return tf.nest.map_structure(
                     lambda value: self.strategy.reduce(tf.distribute.ReduceOp.SUM, value, axis=None), sums)
 
-            self._evaluate_functions[metrics_fn] = tf.function(evaluate_step, reduce_retracing=True, autograph=False)
-        evaluate_step = self._evaluate_functions[metrics_fn]
+            self._evaluate_functions[key] = _inference_function(evaluate_step, dataset)
+        evaluate_step = self._evaluate_functions[key]
         totals = {}
         steps = 0
-        dataset, _ = _distribute(self.strategy, dataset_fn, global_batch_size, skip_steps=0, micro_batches=1)
         for batch in dataset:
             for name, (numerator, denominator) in evaluate_step(batch).items():
                 previous = totals.get(name, (0.0, 0.0))
@@ -344,21 +345,37 @@ class Trainer:
         order for a single input pipeline; with several workers, carry an example id to reorder.
         """
         jit_compile = self._inference_jit_compile()
-        if predict_fn not in self._predict_functions:
+        dataset, _ = _distribute(self.strategy, dataset_fn, global_batch_size, skip_steps=0, micro_batches=1)
+        key = (predict_fn, _batch_signature(dataset))
+        if key not in self._predict_functions:
             replica_predict = compiled(lambda replica_batch: predict_fn(self.model, replica_batch), jit_compile)
 
             def predict_step(batch):
                 outputs = self.strategy.run(replica_predict, args=(batch,))
                 return tf.nest.map_structure(lambda value: self.strategy.gather(value, axis=0), outputs)
 
-            self._predict_functions[predict_fn] = tf.function(predict_step, reduce_retracing=True, autograph=False)
-        predict_step = self._predict_functions[predict_fn]
+            self._predict_functions[key] = _inference_function(predict_step, dataset)
+        predict_step = self._predict_functions[key]
         chunks = {}
-        dataset, _ = _distribute(self.strategy, dataset_fn, global_batch_size, skip_steps=0, micro_batches=1)
         for batch in dataset:
             for name, value in predict_step(batch).items():
                 chunks.setdefault(name, []).append(value.numpy())
         return {name: np.concatenate(values, axis=0) for name, values in chunks.items()}
+
+
+def _batch_signature(dataset) -> str:
+    """What an inference function traced for `dataset`'s batches is valid for: their structure, shapes and dtypes."""
+    return repr(dataset.element_spec)
+
+
+def _inference_function(step, dataset):
+    """`step` as a tf.function traced once for every batch of a tf.data `dataset`: its element spec leaves the
+    batch size and, with dynamic padding, the length unknown, where tracing by the first batches' shapes traced up
+    to three times (full batches, another length, the last partial batch). A distributed dataset's batches are
+    traced as they come, relaxing the shapes that change."""
+    if isinstance(dataset, tf.data.Dataset):
+        return tf.function(step, input_signature=[dataset.element_spec], autograph=False)
+    return tf.function(step, reduce_retracing=True, autograph=False)
 
 
 def _distribute(strategy, dataset_fn, global_batch_size, skip_steps, micro_batches):

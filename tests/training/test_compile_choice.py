@@ -273,14 +273,16 @@ def test_evaluation_and_prediction_follow_the_training_choice(tmp_path, cache_di
     dataset_fn = toy.make_eval_dataset_fn(16)
 
     trainer.predict(dataset_fn, toy.predict_fn, global_batch_size=8)  # before training: no rule here, so XLA
-    assert xla_compiled_functions(trainer._predict_functions[toy.predict_fn])
+    function, = trainer._predict_functions.values()
+    assert xla_compiled_functions(function)
     trainer.train(toy.train_dataset_fn, num_train_steps=2, global_batch_size=8)
     trainer.predict(dataset_fn, toy.predict_fn, global_batch_size=8)
     trainer.evaluate(dataset_fn, toy.metrics_fn, global_batch_size=8)
 
     assert trainer.jit_compile_choice.jit_compile is False
-    assert not xla_compiled_functions(trainer._predict_functions[toy.predict_fn])
-    assert not xla_compiled_functions(trainer._evaluate_functions[toy.metrics_fn])
+    (predict_function,), (evaluate_function,) = trainer._predict_functions.values(), trainer._evaluate_functions.values()
+    assert not xla_compiled_functions(predict_function)
+    assert not xla_compiled_functions(evaluate_function)
 
 
 def test_mixed_bfloat16_on_a_cpu_with_bfloat16_units_takes_tensorflows_kernels_without_measuring(

@@ -64,22 +64,35 @@ def test_loss_falls_logs_summaries_and_checkpoints(tmp_path):
 
 
 @pytest.mark.parametrize("jit_compile", [False, True])
-def test_evaluate_and_predict_keep_the_last_partial_batch(tmp_path, jit_compile):
+def test_evaluate_and_predict_keep_the_last_partial_batch_and_trace_once(tmp_path, jit_compile):
     trainer = _seeded_trainer(tmp_path, jit_compile=jit_compile)
     dataset_fn = toy.make_eval_dataset_fn(29)  # batches of 8, 8, 8 and 5
-    predictions = trainer.predict(dataset_fn, toy.predict_fn, global_batch_size=8)
+    traces = []
+
+    def predict_fn(model, batch):
+        traces.append("predict")
+        return toy.predict_fn(model, batch)
+
+    def metrics_fn(model, batch):
+        traces.append("evaluate")
+        return toy.metrics_fn(model, batch)
+
+    predictions = trainer.predict(dataset_fn, predict_fn, global_batch_size=8)
     data = toy.examples(29)
 
     np.testing.assert_array_equal(predictions["example_id"], np.arange(29))
     np.testing.assert_allclose(predictions["logits"], trainer.model({"x": data["x"], "token": data["token"]}).numpy(),
                                rtol=1e-5, atol=1e-6)
     correct = predictions["logits"].argmax(-1) == data["label"]
-    evaluation = trainer.evaluate(dataset_fn, toy.metrics_fn, global_batch_size=8)
+    evaluation = trainer.evaluate(dataset_fn, metrics_fn, global_batch_size=8)
     assert evaluation["accuracy"] == pytest.approx(correct.mean(), abs=1e-9)  # sum/count, not a mean of means
-    first_two_batches = trainer.evaluate(dataset_fn, toy.metrics_fn, global_batch_size=8, max_steps=2)
+    first_two_batches = trainer.evaluate(dataset_fn, metrics_fn, global_batch_size=8, max_steps=2)
     assert first_two_batches["accuracy"] == pytest.approx(correct[:16].mean(), abs=1e-9)
+    # Traced for the dataset's element spec (any batch size), not again for the last partial batch.
+    assert traces == ["predict", "evaluate"]
+    function, = trainer._predict_functions.values()
     compiled = [bool(xla_compiled_functions(function)) for function in
-                (trainer._predict_functions[toy.predict_fn], trainer._evaluate_functions[toy.metrics_fn])]
+                (function, *trainer._evaluate_functions.values())]
     assert compiled == [jit_compile, jit_compile]
 
 
