@@ -280,7 +280,8 @@ def test_evaluation_and_prediction_follow_the_training_choice(tmp_path, cache_di
     trainer.evaluate(dataset_fn, toy.metrics_fn, global_batch_size=8)
 
     assert trainer.jit_compile_choice.jit_compile is False
-    (predict_function,), (evaluate_function,) = trainer._predict_functions.values(), trainer._evaluate_functions.values()
+    predict_function, = trainer._predict_functions.values()
+    evaluate_function, = trainer._evaluate_functions.values()
     assert not xla_compiled_functions(predict_function)
     assert not xla_compiled_functions(evaluate_function)
 
