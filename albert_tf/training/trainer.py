@@ -9,6 +9,7 @@ kernels (albert_tf.training.compile_choice).
 """
 
 import dataclasses
+import functools
 import os
 import subprocess
 import sys
@@ -309,19 +310,14 @@ class Trainer:
 
     def evaluate(self, dataset_fn, metrics_fn, global_batch_size, max_steps=None):
         """Runs metrics_fn over a finite dataset (at most max_steps global batches); returns {name: ratio}."""
-        jit_compile = self._inference_jit_compile()
         dataset, _ = _distribute(self.strategy, dataset_fn, global_batch_size, skip_steps=0, micro_batches=1)
-        key = (metrics_fn, _batch_signature(dataset))
-        if key not in self._evaluate_functions:
-            replica_metrics = compiled(lambda replica_batch: metrics_fn(self.model, replica_batch), jit_compile)
 
-            def evaluate_step(batch):
-                sums = self.strategy.run(replica_metrics, args=(batch,))
-                return tf.nest.map_structure(
-                    lambda value: self.strategy.reduce(tf.distribute.ReduceOp.SUM, value, axis=None), sums)
+        def evaluate_step(replica_metrics, batch):
+            sums = self.strategy.run(replica_metrics, args=(batch,))
+            return tf.nest.map_structure(
+                lambda value: self.strategy.reduce(tf.distribute.ReduceOp.SUM, value, axis=None), sums)
 
-            self._evaluate_functions[key] = _inference_function(evaluate_step, dataset)
-        evaluate_step = self._evaluate_functions[key]
+        evaluate_step = self._inference_step(self._evaluate_functions, metrics_fn, dataset, evaluate_step)
         totals = {}
         steps = 0
         for batch in dataset:
@@ -344,38 +340,42 @@ class Trainer:
         Outputs are gathered from every replica (and worker) in replica order, which is the dataset's
         order for a single input pipeline; with several workers, carry an example id to reorder.
         """
-        jit_compile = self._inference_jit_compile()
         dataset, _ = _distribute(self.strategy, dataset_fn, global_batch_size, skip_steps=0, micro_batches=1)
-        key = (predict_fn, _batch_signature(dataset))
-        if key not in self._predict_functions:
-            replica_predict = compiled(lambda replica_batch: predict_fn(self.model, replica_batch), jit_compile)
 
-            def predict_step(batch):
-                outputs = self.strategy.run(replica_predict, args=(batch,))
-                return tf.nest.map_structure(lambda value: self.strategy.gather(value, axis=0), outputs)
+        def predict_step(replica_predict, batch):
+            outputs = self.strategy.run(replica_predict, args=(batch,))
+            return tf.nest.map_structure(lambda value: self.strategy.gather(value, axis=0), outputs)
 
-            self._predict_functions[key] = _inference_function(predict_step, dataset)
-        predict_step = self._predict_functions[key]
+        predict_step = self._inference_step(self._predict_functions, predict_fn, dataset, predict_step)
         chunks = {}
         for batch in dataset:
             for name, value in predict_step(batch).items():
                 chunks.setdefault(name, []).append(value.numpy())
         return {name: np.concatenate(values, axis=0) for name, values in chunks.items()}
 
+    def _inference_step(self, functions, model_fn, dataset, step):
+        """`step(replica_fn, batch)` as a tf.function over `dataset`'s batches, where `replica_fn` runs
+        `model_fn(model, replica_batch)` on the inference path; kept in `functions` by `model_fn` and batch spec.
 
-def _batch_signature(dataset) -> str:
-    """What an inference function traced for `dataset`'s batches is valid for: their structure, shapes and dtypes."""
-    return repr(dataset.element_spec)
+        Over a tf.data dataset (one CPU) it is traced once, for the element spec, which leaves the batch size and,
+        with dynamic padding, the length unknown: traced by the first batches' shapes it was traced up to three
+        times (full batches, another length, the last partial batch). A distributed dataset's batches are traced
+        as they come, relaxing the shapes that change."""
+        jit_compile = self._inference_jit_compile()
+        key = (model_fn, repr(dataset.element_spec))
+        if key not in functions:
+            replica_fn = compiled(lambda replica_batch: model_fn(self.model, replica_batch), jit_compile)
+            bound_step = functools.partial(step, replica_fn)
+            if isinstance(dataset, tf.data.Dataset):
+                functions[key] = tf.function(bound_step, input_signature=[dataset.element_spec], autograph=False)
+            else:
+                functions[key] = tf.function(bound_step, reduce_retracing=True, autograph=False)
+        return functions[key]
 
 
-def _inference_function(step, dataset):
-    """`step` as a tf.function traced once for every batch of a tf.data `dataset`: its element spec leaves the
-    batch size and, with dynamic padding, the length unknown, where tracing by the first batches' shapes traced up
-    to three times (full batches, another length, the last partial batch). A distributed dataset's batches are
-    traced as they come, relaxing the shapes that change."""
-    if isinstance(dataset, tf.data.Dataset):
-        return tf.function(step, input_signature=[dataset.element_spec], autograph=False)
-    return tf.function(step, reduce_retracing=True, autograph=False)
+# AUTOTUNE then means as many parallel calls as cores (16 at most), and prefetch buffers still grow as they are read.
+_WITHOUT_AUTOTUNING = tf.data.Options()
+_WITHOUT_AUTOTUNING.autotune.enabled = False
 
 
 def _distribute(strategy, dataset_fn, global_batch_size, skip_steps, micro_batches):
@@ -405,11 +405,6 @@ def _distribute(strategy, dataset_fn, global_batch_size, skip_steps, micro_batch
         # The strategies build every local pipeline here, so the element spec is known when this returns.
         dataset = strategy.distribute_datasets_from_function(dataset_for_pipeline)
     return dataset, element_specs[-1]
-
-
-# AUTOTUNE then means as many parallel calls as cores (16 at most), and prefetch buffers still grow as they are read.
-_WITHOUT_AUTOTUNING = tf.data.Options()
-_WITHOUT_AUTOTUNING.autotune.enabled = False
 
 
 def _is_one_cpu(strategy) -> bool:
