@@ -3,6 +3,7 @@
 import dataclasses
 import json
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -45,6 +46,21 @@ class ChildRun:
     peak_descendant_rss_bytes: Optional[int] = None
 
 
+def exit_description(returncode: int) -> str:
+    """How a child process ended, as a failure message says it: its exit status, or the signal that killed it.
+
+    Example:
+    >>> exit_description(1), exit_description(-9)
+    ('exit 1', 'killed by SIGKILL')
+    """
+    if returncode >= 0:
+        return f"exit {returncode}"
+    try:
+        return f"killed by {signal.Signals(-returncode).name}"
+    except ValueError:
+        return f"killed by signal {-returncode}"
+
+
 def run_python_child(arguments: Sequence[str], marker: str, failure: str, timeout_seconds: Optional[float] = None,
                      memory_poll_seconds: Optional[float] = None) -> ChildRun:
     """Runs `python ARGUMENTS` (`-c CODE ...` or `-m MODULE ...`) and returns the JSON that follows `marker` on the
@@ -53,7 +69,8 @@ def run_python_child(arguments: Sequence[str], marker: str, failure: str, timeou
     The child runs from the repository root with it on PYTHONPATH, so it imports this checkout (data_gen and
     run_scripts included) and the parent need import nothing of what the child runs. With
     `memory_poll_seconds`, the child's memory is sampled at that interval while it runs. A child that fails or
-    prints no `marker` line raises RuntimeError "`failure` (exit N):" followed by the end of its stderr; one
+    prints no `marker` line raises RuntimeError "`failure` (exit N):", or "(killed by SIGKILL)" for a child a signal
+    ended (the kernel's out-of-memory killer sends SIGKILL), followed by the end of its stderr; one
     still running after `timeout_seconds` is killed and raises subprocess.TimeoutExpired. The parent first hands
     back its own resident pages of TensorFlow's libraries (`release_library_pages`): Linux reclaims no page that
     two processes map, so the parent's would keep the child's import pages resident in the child too, where a
@@ -90,7 +107,7 @@ def run_python_child(arguments: Sequence[str], marker: str, failure: str, timeou
                     raise subprocess.TimeoutExpired(child.args, timeout_seconds, output=stdout, stderr=stderr)
     lines = [line for line in stdout.splitlines() if line.startswith(marker)]
     if child.returncode != 0 or not lines:
-        raise RuntimeError(f"{failure} (exit {child.returncode}):\n{stderr[-4000:]}")
+        raise RuntimeError(f"{failure} ({exit_description(child.returncode)}):\n{stderr[-4000:]}")
     record = json.loads(lines[-1][len(marker):])
     if memory is None:
         return ChildRun(record)

@@ -218,7 +218,9 @@ def run_finetune_text(settings: FinetuneTextSettings, peers: Sequence[str] = (),
                       ) -> List[dict]:
     """Prepares the data, runs every row `settings.repeats` times, interleaved, each in its own process; returns a
     record per data set, length, precision and row (`finetune_text_table` prints them). The data, the tokenizer
-    and the runs' files go to `work_dir` (default: a temporary directory).
+    and the runs' files go to `work_dir` (default: a temporary directory). A row whose process fails (a peer that
+    runs out of memory at 512, say) is not run again at that data, length and precision; its record says why
+    (`failed`), and the other rows carry on.
 
     Example:
     >>> records = run_finetune_text(settings, ["keras-hub", "transformers"])  # doctest: +SKIP
@@ -236,18 +238,38 @@ def run_finetune_text(settings: FinetuneTextSettings, peers: Sequence[str] = (),
         directory = work_dir or scratch
         data_sets = prepare_text_data(settings, directory)
         runs: Dict[tuple, List[dict]] = {}
+        failures: Dict[tuple, str] = {}
         for repeat in range(settings.repeats):
             for data in data_sets:
                 for precision in settings.precisions:
                     for row in rows:
+                        key = _run_key(data, precision, row)
+                        if key in failures:
+                            continue
                         logging.info("finetune_text run %d of %d: %s at %d, %s, %s", repeat + 1, settings.repeats,
                                      data.name, data.seq_length, precision, row.label)
                         run = run_ours if row.implementation == OURS else run_peer
-                        record = run(row, precision, data, settings)
+                        try:
+                            record = run(row, precision, data, settings)
+                        except (RuntimeError, OSError) as error:
+                            logging.warning("finetune_text row %s at %d, %s failed: %s", row.label, data.seq_length,
+                                            precision, error)
+                            failures[key] = str(error).strip()[-2000:]
+                            continue
                         record.update(cpu_model=cpu_model_name(), date=_now())
-                        runs.setdefault((data.name, data.seq_length, precision, row), []).append(record)
-        return [_record(row, precision, data, settings, runs[(data.name, data.seq_length, precision, row)])
-                for data in data_sets for precision in settings.precisions for row in rows]
+                        runs.setdefault(key, []).append(record)
+        records = []
+        for data in data_sets:
+            for precision in settings.precisions:
+                for row in rows:
+                    key = _run_key(data, precision, row)
+                    records.append(_failed_record(row, precision, data, settings, failures[key], runs.get(key, []))
+                                   if key in failures else _record(row, precision, data, settings, runs[key]))
+        return records
+
+
+def _run_key(data: TextData, precision: str, row: FinetuneRow) -> tuple:
+    return data.name, data.seq_length, precision, row
 
 
 def prepare_text_data(settings: FinetuneTextSettings, work_dir: str) -> List[TextData]:
@@ -386,6 +408,26 @@ def _now() -> str:
     return datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
 
 
+def _common_fields(row: FinetuneRow, precision: str, data: TextData, settings: FinetuneTextSettings) -> dict:
+    """What a record of `row` says whether it ran or failed: the row, the data and its lengths, the settings."""
+    return {
+        "workload": FINETUNE_TEXT, "data": data.name, "configuration": row.label, "implementation": row.implementation,
+        "padding": row.padding, "precision": precision, "preset": settings.model_name,
+        "batch_size": settings.batch_size, "seq_length": data.seq_length, "timed_epochs": settings.timed_epochs,
+        "train_examples": len(data.train_lengths), "train_real_tokens": int(data.train_lengths.sum()),
+        "dev_examples": len(data.dev_lengths), "dev_real_tokens": int(data.dev_lengths.sum()),
+        "train_length_histogram": length_histogram(data.train_lengths, data.seq_length),
+        "dev_length_histogram": length_histogram(data.dev_lengths, data.seq_length),
+    }
+
+
+def _failed_record(row: FinetuneRow, precision: str, data: TextData, settings: FinetuneTextSettings,
+                   failure: str, runs: List[dict]) -> dict:
+    """The record of a row that failed: why (the end of its message), and the runs of earlier repeats, if any."""
+    return {**_common_fields(row, precision, data, settings), "failed": failure, "cpu_model": cpu_model_name(),
+            "date": _now(), "load_average": load_average(), "runs": runs}
+
+
 def _record(row: FinetuneRow, precision: str, data: TextData, settings: FinetuneTextSettings,
             runs: List[dict]) -> dict:
     train_examples, dev_examples = len(data.train_lengths), len(data.dev_lengths)
@@ -395,13 +437,8 @@ def _record(row: FinetuneRow, precision: str, data: TextData, settings: Finetune
     end_to_end = summarize([run["end_to_end_seconds"] for run in runs])
     last = runs[-1]
     return {
-        "workload": FINETUNE_TEXT, "data": data.name, "configuration": row.label, "implementation": row.implementation,
-        "padding": row.padding, "precision": precision, "mixed_precision": last["mixed_precision"],
-        "jit_compile": last["jit_compile"], "preset": settings.model_name, "batch_size": settings.batch_size,
-        "seq_length": data.seq_length, "repeats": len(runs), "timed_epochs": settings.timed_epochs,
-        "train_examples": train_examples, "train_real_tokens": train_tokens, "dev_examples": dev_examples,
-        "dev_real_tokens": dev_tokens, "train_length_histogram": length_histogram(data.train_lengths, data.seq_length),
-        "dev_length_histogram": length_histogram(data.dev_lengths, data.seq_length),
+        **_common_fields(row, precision, data, settings), "mixed_precision": last["mixed_precision"],
+        "jit_compile": last["jit_compile"], "repeats": len(runs),
         **{f"train_examples_per_s_{key}": value for key, value in train_rates.items()},
         "train_real_tokens_per_s": train_rates["median"] * train_tokens / train_examples,
         **{f"predict_examples_per_s_{key}": value for key, value in predict_rates.items()},

@@ -68,7 +68,8 @@ def peer_table(records: Sequence[dict]) -> str:
 def finetune_text_table(records: Sequence[dict]) -> str:
     """The finetune_text workload as a Markdown table, a row per record in their order: the training step's and
     prediction's examples/s (median (min-max)) and real tokens/s (median), the end-to-end seconds of fine-tuning one
-    epoch and predicting the dev set (median (min-max)), the peak RSS, the CPU and the date.
+    epoch and predicting the dev set (median (min-max)), the peak RSS, the CPU and the date; a row that failed says
+    "failed" in its figures, and a line under the table says how (the first line of its message).
 
     Example:
     >>> print(finetune_text_table([{"data": "built-in sentences", "seq_length": 128, "precision": "float32",
@@ -83,6 +84,17 @@ def finetune_text_table(records: Sequence[dict]) -> str:
     |---|---|---|---|---|---|---|---|---|---|---|---|
     | built-in sentences | 128 | float32 | ours, dynamic padding | 8.00 (7.50-8.25) | 176 | 40.0 (39.0-41.0) | 880
     | 61.0 (60.0-64.5) | 1,234 | Xeon | 2026-12-05 |
+    >>> print(finetune_text_table([{"data": "built-in sentences", "seq_length": 512, "precision": "float32",
+    ...     "configuration": "keras-hub, padded to sequence_length", "cpu_model": "Xeon",
+    ...     "date": "2026-12-05T10:00:00+00:00", "failed": "The row failed (killed by SIGKILL):\\nKilled"}]))
+    ... # doctest: +NORMALIZE_WHITESPACE
+    | data | max_seq_length | precision | configuration | train examples/s | train real tokens/s
+    | predict examples/s | predict real tokens/s | fine-tune 1 epoch + predict, s | peak RSS MB | CPU | date |
+    |---|---|---|---|---|---|---|---|---|---|---|---|
+    | built-in sentences | 512 | float32 | keras-hub, padded to sequence_length | failed | failed | failed | failed
+    | failed | failed | Xeon | 2026-12-05 |
+    <BLANKLINE>
+    Failed: keras-hub, padded to sequence_length at 512, float32: The row failed (killed by SIGKILL):
     """
     header = ["data", "max_seq_length", "precision", "configuration", "train examples/s", "train real tokens/s",
               "predict examples/s", "predict real tokens/s", "fine-tune 1 epoch + predict, s", "peak RSS MB", "CPU",
@@ -94,13 +106,16 @@ def finetune_text_table(records: Sequence[dict]) -> str:
                 f"{_number(record[name + '_max'], digits)})")
 
     for record in records:
-        lines.append(
-            f"| {record['data']} | {record['seq_length']} | {record['precision']} | {record['configuration']} "
-            f"| {spread(record, 'train_examples_per_s', 2)} | {_number(record['train_real_tokens_per_s'], 0)} "
-            f"| {spread(record, 'predict_examples_per_s', 1)} | {_number(record['predict_real_tokens_per_s'], 0)} "
-            f"| {spread(record, 'end_to_end_seconds', 1)} | {_number(record['peak_rss_mb'], 0)} "
-            f"| {record['cpu_model']} | {record['date'][:10]} |")
-    return "\n".join(lines)
+        figures = (["failed"] * 6 if "failed" in record else
+                   [spread(record, "train_examples_per_s", 2), _number(record["train_real_tokens_per_s"], 0),
+                    spread(record, "predict_examples_per_s", 1), _number(record["predict_real_tokens_per_s"], 0),
+                    spread(record, "end_to_end_seconds", 1), _number(record["peak_rss_mb"], 0)])
+        cells = ([str(record["seq_length"]), record["precision"], record["configuration"]] + figures
+                 + [record["cpu_model"], record["date"][:10]])
+        lines.append(f"| {record['data']} | " + " | ".join(cells) + " |")
+    failures = [f"Failed: {record['configuration']} at {record['seq_length']}, {record['precision']}: "
+                f"{record['failed'].splitlines()[0]}" for record in records if "failed" in record]
+    return "\n".join(lines + [""] * bool(failures) + failures)
 
 
 def serve_table(records: Sequence[dict]) -> str:

@@ -40,6 +40,12 @@ def test_a_failed_child_or_one_without_a_record_names_the_failure_and_shows_its_
         run_python_child(["-c", code], "RESULT ", "The measurement failed")
 
 
+def test_a_child_a_signal_killed_names_the_signal_as_the_out_of_memory_killer_would_leave_it():
+    code = "import os, signal, sys; sys.stderr.write('allocating'); sys.stderr.flush(); os.kill(os.getpid(), 9)"
+    with pytest.raises(RuntimeError, match=r"^The measurement failed \(killed by SIGKILL\):\nallocating$"):
+        run_python_child(["-c", code], "RESULT ", "The measurement failed")
+
+
 def test_a_child_past_its_timeout_is_killed():
     start = time.monotonic()
     with pytest.raises(subprocess.TimeoutExpired):

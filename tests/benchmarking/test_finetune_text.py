@@ -106,6 +106,37 @@ def test_rows_run_interleaved_on_the_same_ids_and_their_records_count_the_same_r
     assert len(table) == 2 + len(records)
 
 
+def test_a_row_that_fails_is_recorded_with_its_reason_not_run_again_and_the_other_rows_carry_on(spm_model_file,
+                                                                                              tmp_path, monkeypatch):
+    monkeypatch.setattr(finetune_text, "check_peers_installed", lambda peers: None)
+    monkeypatch.setattr(finetune_text, "check_peers_can_build", lambda config, name: None)
+    calls = []
+
+    def fake_run(row, precision, data, settings):
+        calls.append(row.label)
+        if row.implementation == "keras-hub":
+            raise RuntimeError("The finetune_text row keras-hub failed in its child process (killed by SIGKILL):\n"
+                               "Killed")
+        return {"implementation": row.implementation, "padding": row.padding, "mixed_precision": precision,
+                "jit_compile": None, "import_seconds": 1.0, "end_to_end_seconds": 10.0, "peak_rss_mb": 100.0,
+                "timed_epochs": settings.timed_epochs, "train_seconds": 2.0, "predict_seconds": 1.0}
+
+    settings = _settings(spm_model_file, precisions=("float32",), repeats=3)
+    records = run_finetune_text(settings, ["keras-hub"], work_dir=str(tmp_path), run_ours=fake_run,
+                                run_peer=fake_run)
+    keras_hub = "keras-hub, padded to sequence_length"
+    assert calls.count(keras_hub) == 1 and calls.count("ours, dynamic padding") == 3
+    failed, = [record for record in records if "failed" in record]
+    assert failed["configuration"] == keras_hub and failed["seq_length"] == SEQ and failed["runs"] == []
+    assert failed["failed"].endswith("(killed by SIGKILL):\nKilled") and failed["cpu_model"] == cpu_model_name()
+    assert failed["train_examples"] == EXAMPLES // BATCH * BATCH
+    assert all(record["repeats"] == 3 for record in records if record is not failed)
+    table = finetune_text_table(records).splitlines()
+    assert len(table) == 2 + len(records) + 2
+    assert table[-1] == (f"Failed: {keras_hub} at {SEQ}, float32: The finetune_text row keras-hub failed in its "
+                         "child process (killed by SIGKILL):")
+
+
 def test_our_rows_read_the_features_the_parent_tokenized_and_the_peers_get_their_ids(spm_model_file, tmp_path,
                                                                                       monkeypatch):
     specs = []
