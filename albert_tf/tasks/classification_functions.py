@@ -13,6 +13,7 @@ from typing import Dict
 import tensorflow as tf
 
 from albert_tf.tasks.finetuning_task import EXAMPLE_INDEX, LABEL_IDS
+from albert_tf.training.metric_names import returns_metrics
 
 
 def model_inputs(batch: Dict[str, tf.Tensor]) -> Dict[str, tf.Tensor]:
@@ -27,6 +28,7 @@ def softmax_cross_entropy(logits, labels):
     return -tf.reduce_sum(one_hot * log_probs, axis=-1)
 
 
+@returns_metrics("accuracy")
 def classification_loss_fn(model, batch):
     """Mean softmax cross-entropy of `label_ids` (GLUE classification, RACE over its choices)."""
     logits = model(model_inputs(batch), training=True)
@@ -46,6 +48,7 @@ def classification_serving_fn(model, inputs):
     return {"logits": logits, "probabilities": tf.nn.softmax(logits, axis=-1)}
 
 
+@returns_metrics()
 def regression_loss_fn(model, batch):
     """Mean squared error of the single output against float `label_ids` (STS-B), as the original."""
     predictions = model(model_inputs(batch), training=True)[:, 0]

@@ -43,6 +43,7 @@ from albert_tf.tasks.classification_functions import model_inputs, softmax_cross
 from albert_tf.tasks.finetuning_options import FinetuningOptions, check_finetuning_options, resolve_cached_dir
 from albert_tf.tasks.finetuning_task import EXAMPLE_INDEX, LABEL_IDS, DataSplit, FinetuningTask
 from albert_tf.tasks.model_source import resolve_model_source
+from albert_tf.training.metric_names import returns_metrics
 from data_gen.evaluation.conll_evaluation import entity_scores
 from data_gen.readers import conll as conll_data
 from data_gen.readers.conll import IGNORED_LABEL, ConllSentence
@@ -80,6 +81,7 @@ def _token_losses(logits, labels):
     return losses * weights, weights
 
 
+@returns_metrics("accuracy")
 def token_classification_loss_fn(model, batch):
     """Mean cross-entropy over the labelled positions (first pieces of words) of the batch."""
     logits = model(model_inputs(batch), training=True)

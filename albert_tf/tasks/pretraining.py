@@ -28,8 +28,9 @@ from albert_tf.checkpoints import formats, writing
 from albert_tf.config import AlbertConfig
 from albert_tf.models.pretrainer import AlbertPretrainer
 from albert_tf.training.distribution import get_strategy
+from albert_tf.training.metric_names import returns_metrics
 from albert_tf.training.optimization import create_optimizer
-from albert_tf.training.pretraining_losses import pretraining_loss, pretraining_metric_sums
+from albert_tf.training.pretraining_losses import PRETRAINING_LOSS_METRICS, pretraining_loss, pretraining_metric_sums
 from albert_tf.training.summaries import write_scalars
 from albert_tf.training.trainer import Trainer
 from albert_tf.training.training_settings import TrainingSettings, enable_determinism, set_mixed_precision
@@ -172,7 +173,8 @@ class Pretraining:
                 start_warmup_step=options.start_warmup_step, poly_power=options.poly_power)
         self.trainer = Trainer(
             self.strategy, self.model, self.optimizer,
-            functools.partial(_pretraining_loss_fn, sentence_loss_weight=options.sentence_loss_weight),
+            returns_metrics(*PRETRAINING_LOSS_METRICS)(
+                functools.partial(_pretraining_loss_fn, sentence_loss_weight=options.sentence_loss_weight)),
             model_dir=options.output_dir,
             steps_per_loop=options.steps_per_loop, jit_compile=options.jit_compile,
             gradient_accumulation_steps=options.gradient_accumulation_steps,

@@ -45,6 +45,7 @@ from albert_tf.tasks.classification_functions import model_inputs, softmax_cross
 from albert_tf.tasks.finetuning_options import FinetuningOptions, check_finetuning_options, resolve_cached_dir
 from albert_tf.tasks.finetuning_task import DataSplit, FinetuningTask
 from albert_tf.tasks.model_source import resolve_model_source
+from albert_tf.training.metric_names import returns_metrics
 from data_gen.evaluation import squad_evaluation, squad_postprocess
 from data_gen.readers import squad
 
@@ -113,6 +114,7 @@ def _encoder_inputs(batch, version_2):
     return inputs
 
 
+@returns_metrics("start_loss", "end_loss")
 def v1_loss_fn(model, batch):
     """(start CE + end CE) / 2, as the original's v1 model_fn."""
     outputs = model(_encoder_inputs(batch, False), training=True)
@@ -126,6 +128,7 @@ def _log_prob_loss(log_probs, positions):
     return -tf.reduce_mean(tf.reduce_sum(one_hot * log_probs, axis=-1))
 
 
+@returns_metrics("start_loss", "end_loss", "answer_class_loss")
 def v2_loss_fn(model, batch):
     """0.5 (start CE + end CE) + 0.5 BCE(cls_logits, is_impossible), as the original's v2 model_fn."""
     inputs = dict(_encoder_inputs(batch, True), start_positions=batch["start_positions"])

@@ -4,6 +4,8 @@ import tensorflow as tf
 
 # The original adds this to the weight sum so a batch without predictions does not divide by zero.
 MLM_DENOMINATOR_EPSILON = 1e-5
+# The metrics pretraining_loss returns beside the loss.
+PRETRAINING_LOSS_METRICS = ("masked_lm_loss", "masked_lm_accuracy", "sentence_order_loss")
 
 
 def _masked_lm_example_losses(outputs, batch):

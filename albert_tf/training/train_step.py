@@ -72,15 +72,17 @@ class TrainStep:
         self._clip_norm = clip_norm
         self._train_loops = {}
         self._trained_variables = None
+        self._metric_names = None
 
     def loop_function(self, iterator, element_spec, jit_compile):
         """`train_steps(num_steps, last_checkpoint=None) -> results`: up to `num_steps` steps on the batches of
         the distributed `iterator` in one tf.function call, as `Trainer.make_train_function` describes.
 
-        `element_spec` is one replica's (micro-)batch, which traces the structure of loss_fn's metrics.
+        `element_spec` is one replica's (micro-)batch, which traces the structure of loss_fn's metrics unless
+        loss_fn declares their names (`returns_metrics`).
         """
         train_loop = self._train_loop_function(jit_compile)
-        loop_inputs = (iterator, self._trace_metric_structure(element_spec))
+        loop_inputs = (iterator, self._zero_metrics(element_spec))
         compiled_once = False
 
         def train_steps(num_steps, last_checkpoint=None):
@@ -100,7 +102,7 @@ class TrainStep:
         """`run(num_steps)`: `num_steps` steps of the `jit_compile` path on `iterator`, as loop_function's,
         without checking the loss: a trial on repeated batches, whose state the caller restores."""
         train_loop = self._train_loop_function(jit_compile)
-        zero_metrics = self._trace_metric_structure(element_spec)
+        zero_metrics = self._zero_metrics(element_spec)
 
         def run(num_steps):
             int(train_loop(iterator, tf.constant(num_steps), zero_metrics)[0])  # waits for the steps
@@ -164,16 +166,27 @@ class TrainStep:
         return tf.while_loop(keep_going, step, (tf.constant(0), tf.constant(0.0), zero_metrics, tf.constant(0.0),
                                                 tf.constant(0.0)))
 
-    def _trace_metric_structure(self, element_spec):
-        """Zeros shaped like loss_fn's metrics (the training loop carries their sums), checked once."""
-        loss_fn = tf.function(lambda batch: self._loss_fn(self._model, batch), autograph=False)
-        _, metrics = loss_fn.get_concrete_function(element_spec).structured_outputs
-        return {name: tf.constant(0.0) for name in metrics}
+    def _zero_metrics(self, element_spec):
+        """A zero per metric of loss_fn (the training loop carries their sums): the names it declares
+        (`returns_metrics`), else those a trace of it returns."""
+        if self._metric_names is None:
+            self._metric_names = getattr(self._loss_fn, "metric_names", None)
+        if self._metric_names is None:
+            loss_fn = tf.function(lambda batch: self._loss_fn(self._model, batch), autograph=False)
+            _, metrics = loss_fn.get_concrete_function(element_spec).structured_outputs
+            self._metric_names = tuple(metrics)
+        return {name: tf.constant(0.0) for name in self._metric_names}
+
+    def _check_metric_names(self, metrics):
+        if sorted(metrics) != sorted(self._metric_names):
+            raise ValueError(f"The loss function {getattr(self._loss_fn, '__name__', self._loss_fn)!r} returned "
+                             f"metrics {sorted(metrics)} but declares {sorted(self._metric_names)}.")
 
     # ---- one step -----------------------------------------------------------------------------------
 
     def _replica_train_step(self, batch, *, gradient_fn, compile_update):
         grads, loss, metrics = gradient_fn(batch)
+        self._check_metric_names(metrics)
         context = tf.distribute.get_replica_context()
         grads, loss, metrics = context.all_reduce(tf.distribute.ReduceOp.SUM, (grads, loss, metrics))
         finite = None

@@ -42,7 +42,8 @@ class Trainer:
     The callbacks:
     - `loss_fn(model, batch) -> (loss, metrics)`: the float32 scalar mean loss of this replica's batch and a
       dict of float32 scalar metrics (means over the batch); the trainer divides both by the number of
-      replicas and micro-batches, so logs show means over the global batch.
+      replicas and micro-batches, so logs show means over the global batch. Declaring the metrics' names
+      (`albert_tf.training.metric_names.returns_metrics`) spares a trace of the model that would learn them.
     - `dataset_fn(input_context, batch_size, skip_batches) -> tf.data.Dataset`: this input pipeline's data,
       batched by `batch_size` (the per-replica batch, already divided by the replicas and the accumulation
       steps), sharded with `input_context.num_input_pipelines` / `input_pipeline_id`, with the first

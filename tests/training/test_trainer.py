@@ -13,6 +13,7 @@ import tensorflow as tf
 from albert_tf.training import bfloat16_support, optimization, train_step
 from albert_tf.training import trainer as trainer_module
 from albert_tf.training.checkpointing import NonFiniteLossError
+from albert_tf.training.metric_names import returns_metrics
 from albert_tf.training.trainer import Trainer
 from albert_tf.training.training_settings import set_mixed_precision
 from tests import _toy_training as toy
@@ -94,6 +95,36 @@ def test_evaluate_and_predict_keep_the_last_partial_batch_and_trace_once(tmp_pat
     compiled = [bool(xla_compiled_functions(function)) for function in
                 (function, *trainer._evaluate_functions.values())]
     assert compiled == [jit_compile, jit_compile]
+
+
+def _trainer_counting_loss_traces(model_dir, traces, metric_names=None):
+    def loss_fn(model, batch):
+        traces.append(len(traces))
+        return toy.loss_fn(model, batch)
+
+    if metric_names is not None:
+        loss_fn = returns_metrics(*metric_names)(loss_fn)
+    strategy = _one_device()
+    keras.utils.set_random_seed(0)
+    with strategy.scope():
+        model = toy.make_model()
+        optimizer = optimization.create_optimizer("lamb", init_lr=0.05, num_train_steps=4, num_warmup_steps=2)
+    return Trainer(strategy, model, optimizer, loss_fn, model_dir=str(model_dir), steps_per_loop=2)
+
+
+def test_a_loss_function_that_declares_its_metrics_is_traced_once_and_one_that_declares_others_is_named(tmp_path):
+    undeclared, declared, wrong = [], [], []
+    expected = _trainer_counting_loss_traces(tmp_path / "undeclared", undeclared).train(
+        toy.train_dataset_fn, num_train_steps=4, global_batch_size=8)
+    results = _trainer_counting_loss_traces(tmp_path / "declared", declared, ("accuracy",)).train(
+        toy.train_dataset_fn, num_train_steps=4, global_batch_size=8)
+    # Without the names, the model is traced once more to learn them; the same steps either way.
+    assert (len(undeclared), len(declared)) == (2, 1)
+    assert results == pytest.approx(expected, rel=1e-6)
+    trainer = _trainer_counting_loss_traces(tmp_path / "wrong", wrong, ("accuracy", "loss_scale"))
+    with pytest.raises(ValueError, match=r"^The loss function 'loss_fn' returned metrics \['accuracy'\] but "
+                                         r"declares \['accuracy', 'loss_scale'\]\.$"):
+        trainer.train(toy.train_dataset_fn, num_train_steps=4, global_batch_size=8)
 
 
 def test_steps_per_loop_and_accumulation_give_the_plain_run_weights(tmp_path):
