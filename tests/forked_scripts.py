@@ -9,7 +9,8 @@ wait for. The server never runs a TensorFlow op, so each child still chooses its
 fresh process does.
 
 What a fork cannot give falls back to a fresh interpreter (`popen`): an environment that differs from the
-server's in a variable read while Python or TensorFlow start (PYTHONPATH, TF_CPP_*, ...), a code string
+server's (the tests' own, `script_environment`) in a variable read while Python or TensorFlow start (PYTHONPATH,
+TF_CPP_*, ...), a code string
 (`-c`, most often a check of what a fresh interpreter imports), a program outside the repository, and any program
 when ALBERT_TF_TEST_FRESH_PROCESSES=1.
 """
@@ -320,6 +321,13 @@ class _Server:
 _server = None
 
 
+def script_environment(**env):
+    """The environment the tests run a program in: theirs, TensorFlow's C++ logs quiet (TF_CPP_MIN_LOG_LEVEL=2)
+    unless `env` says otherwise, and `env`. The server starts in it with nothing added, so that a program whose
+    `env` adds no start-up variable forks, whichever test in a worker runs one first."""
+    return {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2", **env}
+
+
 def popen(arguments, cwd=REPO_ROOT, env=None, stdout=subprocess.PIPE, stderr=subprocess.PIPE):
     """Starts `python *arguments` as `subprocess.Popen(..., text=True)` would (stdout and stderr: PIPE, DEVNULL,
     an open file, or STDOUT for stderr): a fork of the worker's server when it can stand for a fresh process,
@@ -327,7 +335,7 @@ def popen(arguments, cwd=REPO_ROOT, env=None, stdout=subprocess.PIPE, stderr=sub
     global _server
     environment = dict(os.environ if env is None else env)
     if _server is None:
-        _server = _Server(environment)
+        _server = _Server(script_environment())
     if _server.accepts(arguments, environment):
         return _server.start(arguments, cwd, environment, stdout, stderr)
     return subprocess.Popen([sys.executable, *arguments], cwd=cwd, env=environment, stdin=subprocess.DEVNULL,

@@ -89,8 +89,13 @@ def run_python(*arguments, timeout=600, **env):
     return forked_scripts.run(arguments, env=script_environment(**env), timeout=timeout)
 
 
-def script_environment(**env):
-    return {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2", **env}
+script_environment = forked_scripts.script_environment
+
+
+def user_environment(**env):
+    """The environment a user has, with `env`: no TF_CPP_MIN_LOG_LEVEL, so that a script quiets TensorFlow's start-up
+    lines as it does for a user (run_scripts/entry.py), whatever the machine's CUDA probe prints."""
+    return {name: value for name, value in {**os.environ, **env}.items() if name != "TF_CPP_MIN_LOG_LEVEL"}
 
 
 def guide_snippet(name, guide="export.md"):

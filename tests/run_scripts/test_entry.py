@@ -12,7 +12,7 @@ from absl import app
 
 from albert_tf.config import load_config
 from run_scripts import entry
-from tests.helpers import REPO_ROOT, run_python, run_script, tiny_config_values
+from tests.helpers import REPO_ROOT, run_python, run_script, tiny_config_values, user_environment
 
 GLUE_TASK_ERROR = ("error: Unknown GLUE task 'FOO'; allowed: cola, sst-2, mrpc, sts-b, qqp, qnli, rte, wnli, mnli, "
                    "ax.")
@@ -83,9 +83,8 @@ def test_run_glue_with_an_unknown_task_prints_one_line_or_the_traceback_on_reque
 
 def _run_without_log_settings(*arguments):
     """`python -m run_scripts.run_classifier *arguments` with the environment a user has: no TF_CPP_MIN_LOG_LEVEL."""
-    environment = {name: value for name, value in os.environ.items() if name != "TF_CPP_MIN_LOG_LEVEL"}
     return subprocess.run([sys.executable, "-m", "run_scripts.run_classifier", *arguments], cwd=REPO_ROOT,
-                          env=environment, capture_output=True, text=True, timeout=600)
+                          env=user_environment(), capture_output=True, text=True, timeout=600)
 
 
 def test_a_bad_input_after_tensorflow_starts_is_the_only_line_on_stderr(tmp_path):

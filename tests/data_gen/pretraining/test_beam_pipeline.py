@@ -11,7 +11,8 @@ from data_gen.pretraining import beam_pipeline
 from data_gen.pretraining import create_pretraining_data as cpd
 from data_gen.pretraining.blocks import plan_shards
 from data_gen.pretraining.instances import InstanceOptions, SpecialIds
-from tests.helpers import REPO_ROOT, run_script, write_corpus
+from tests import forked_scripts
+from tests.helpers import REPO_ROOT, run_script, user_environment, write_corpus
 
 # tests/conftest.py appends .venv/beam to this process's path; `make test` installs it.
 pytest.importorskip("apache_beam", reason="the beam extra is not installed: run `make beam`")
@@ -249,9 +250,10 @@ def test_malformed_beam_options_are_refused(options, message):
 
 @pytest.mark.slow
 def test_script_refuses_num_workers_with_beam_options_in_one_line(tmp_path, corpus_file, spm_model_file):
-    result = run_script("create_pretraining_data", f"--input_file={corpus_file}",
-                        f"--output_file={tmp_path}/train.tfrecord", f"--spm_model_file={spm_model_file}",
-                        "--num_workers=1", f"--beam_pipeline_options={IN_MEMORY}", **BEAM_ENVIRONMENT)
+    result = forked_scripts.run(["-m", "run_scripts.create_pretraining_data", f"--input_file={corpus_file}",
+                                 f"--output_file={tmp_path}/train.tfrecord", f"--spm_model_file={spm_model_file}",
+                                 "--num_workers=1", f"--beam_pipeline_options={IN_MEMORY}"],
+                                env=user_environment(**BEAM_ENVIRONMENT), timeout=600)
     assert result.returncode == 1
     assert result.stderr.strip().splitlines() == [
         f"error: --num_workers=1 cannot be combined with --beam_pipeline_options={IN_MEMORY!r}: Beam's own "
