@@ -92,12 +92,12 @@ def make_eval_dataset_fn(num_examples):
 
 
 def build(strategy, model_dir, optimizer_name="lamb", learning_rate=0.05, num_train_steps=40, dropout_rate=0.0,
-          **trainer_kwargs):
+          training_loss_fn=loss_fn, **trainer_kwargs):
     with strategy.scope():
         model = make_model(dropout_rate)
         optimizer = optimization.create_optimizer(optimizer_name, init_lr=learning_rate,
                                                   num_train_steps=num_train_steps, num_warmup_steps=2)
-    return Trainer(strategy, model, optimizer, loss_fn, model_dir=model_dir, **trainer_kwargs)
+    return Trainer(strategy, model, optimizer, training_loss_fn, model_dir=model_dir, **trainer_kwargs)
 
 
 def main():

@@ -237,39 +237,30 @@ def run_finetune_text(settings: FinetuneTextSettings, peers: Sequence[str] = (),
     with tempfile.TemporaryDirectory() as scratch:
         directory = work_dir or scratch
         data_sets = prepare_text_data(settings, directory)
+        # Every data set, precision and row (and a key for them), in the order a repeat runs them and the records
+        # list them.
+        cells = [((index, precision, row), data, precision, row) for index, data in enumerate(data_sets)
+                 for precision in settings.precisions for row in rows]
         runs: Dict[tuple, List[dict]] = {}
         failures: Dict[tuple, str] = {}
         for repeat in range(settings.repeats):
-            for data in data_sets:
-                for precision in settings.precisions:
-                    for row in rows:
-                        key = _run_key(data, precision, row)
-                        if key in failures:
-                            continue
-                        logging.info("finetune_text run %d of %d: %s at %d, %s, %s", repeat + 1, settings.repeats,
-                                     data.name, data.seq_length, precision, row.label)
-                        run = run_ours if row.implementation == OURS else run_peer
-                        try:
-                            record = run(row, precision, data, settings)
-                        except (RuntimeError, OSError) as error:
-                            logging.warning("finetune_text row %s at %d, %s failed: %s", row.label, data.seq_length,
-                                            precision, error)
-                            failures[key] = str(error).strip()[-2000:]
-                            continue
-                        record.update(cpu_model=cpu_model_name(), date=_now())
-                        runs.setdefault(key, []).append(record)
-        records = []
-        for data in data_sets:
-            for precision in settings.precisions:
-                for row in rows:
-                    key = _run_key(data, precision, row)
-                    records.append(_failed_record(row, precision, data, settings, failures[key], runs.get(key, []))
-                                   if key in failures else _record(row, precision, data, settings, runs[key]))
-        return records
-
-
-def _run_key(data: TextData, precision: str, row: FinetuneRow) -> tuple:
-    return data.name, data.seq_length, precision, row
+            for key, data, precision, row in cells:
+                if key in failures:
+                    continue
+                logging.info("finetune_text run %d of %d: %s at %d, %s, %s", repeat + 1, settings.repeats,
+                             data.name, data.seq_length, precision, row.label)
+                run = run_ours if row.implementation == OURS else run_peer
+                try:
+                    record = run(row, precision, data, settings)
+                except (RuntimeError, OSError) as error:
+                    logging.warning("finetune_text row %s at %d, %s failed: %s", row.label, data.seq_length,
+                                    precision, error)
+                    failures[key] = str(error).strip()[-2000:]
+                    continue
+                record.update(cpu_model=cpu_model_name(), date=_now())
+                runs.setdefault(key, []).append(record)
+        return [_failed_record(row, precision, data, settings, failures[key], runs.get(key, [])) if key in failures
+                else _record(row, precision, data, settings, runs[key]) for key, data, precision, row in cells]
 
 
 def prepare_text_data(settings: FinetuneTextSettings, work_dir: str) -> List[TextData]:

@@ -170,12 +170,14 @@ class TrainStep:
         """A zero per metric of loss_fn (the training loop carries their sums): the names it declares
         (`returns_metrics`), else those a trace of it returns."""
         if self._metric_names is None:
-            self._metric_names = getattr(self._loss_fn, "metric_names", None)
-        if self._metric_names is None:
-            loss_fn = tf.function(lambda batch: self._loss_fn(self._model, batch), autograph=False)
-            _, metrics = loss_fn.get_concrete_function(element_spec).structured_outputs
-            self._metric_names = tuple(metrics)
+            declared = getattr(self._loss_fn, "metric_names", None)
+            self._metric_names = declared if declared is not None else self._traced_metric_names(element_spec)
         return {name: tf.constant(0.0) for name in self._metric_names}
+
+    def _traced_metric_names(self, element_spec):
+        loss_fn = tf.function(lambda batch: self._loss_fn(self._model, batch), autograph=False)
+        _, metrics = loss_fn.get_concrete_function(element_spec).structured_outputs
+        return tuple(metrics)
 
     def _check_metric_names(self, metrics):
         if sorted(metrics) != sorted(self._metric_names):

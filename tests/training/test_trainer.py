@@ -104,12 +104,7 @@ def _trainer_counting_loss_traces(model_dir, traces, metric_names=None):
 
     if metric_names is not None:
         loss_fn = returns_metrics(*metric_names)(loss_fn)
-    strategy = _one_device()
-    keras.utils.set_random_seed(0)
-    with strategy.scope():
-        model = toy.make_model()
-        optimizer = optimization.create_optimizer("lamb", init_lr=0.05, num_train_steps=4, num_warmup_steps=2)
-    return Trainer(strategy, model, optimizer, loss_fn, model_dir=str(model_dir), steps_per_loop=2)
+    return _seeded_trainer(model_dir, num_train_steps=4, steps_per_loop=2, training_loss_fn=loss_fn)
 
 
 def test_a_loss_function_that_declares_its_metrics_is_traced_once_and_one_that_declares_others_is_named(tmp_path):
