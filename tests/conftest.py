@@ -40,9 +40,13 @@ import keras
 import pytest
 import tensorflow as tf
 
+from albert_tf.benchmarking import child_process
 from albert_tf.tokenization import AlbertTokenizer
 from tests import forked_scripts
 from tests.helpers import make_spm_model
+
+# The library's child processes fork from the worker's script server too (tests/forked_scripts.py).
+child_process.start_python = forked_scripts.start_library_child
 
 # `ALBERT_TF_TEST_CPU_PROFILE=FILE make test` appends a JSON line per test to FILE: its wall seconds and the CPU
 # seconds of its worker, the processes it started and the scripts forked for it (docs/layout.md, "The tests").

@@ -8,11 +8,15 @@ per program: the child gets the program's argv, working directory, environment a
 wait for. The server never runs a TensorFlow op, so each child still chooses its allocator and XLA flags as a
 fresh process does.
 
+The library's own child processes (albert_tf.benchmarking.child_process.start_python: a benchmark's rows, a
+report's writer) fork from the same server, whether a test or a forked program starts them: the server listens on a
+socket of its own for the programs it forked, and the child is then the server's, not the program's.
+
 What a fork cannot give falls back to a fresh interpreter (`popen`): an environment that differs from the
-server's (the tests' own, `script_environment`) in a variable read while Python or TensorFlow start (PYTHONPATH,
-TF_CPP_*, ...), a code string
-(`-c`, most often a check of what a fresh interpreter imports), a program outside the repository, and any program
-when ALBERT_TF_TEST_FRESH_PROCESSES=1.
+server's (the tests' own, `script_environment`) in a variable read while Python or TensorFlow start (PYTHONPATH
+beyond the repository, TF_CPP_*, ...), a code string (`-c`, most often a check of what a fresh interpreter
+imports), a program outside the repository, a peer's program (`peers.*`: it measures another framework in a
+process without ours), and any program when ALBERT_TF_TEST_FRESH_PROCESSES=1.
 """
 
 import array
@@ -22,6 +26,7 @@ import json
 import os
 import pkgutil
 import runpy
+import select
 import signal
 import socket
 import struct
@@ -38,6 +43,12 @@ FRESH_PROCESSES_VARIABLE = "ALBERT_TF_TEST_FRESH_PROCESSES"
 _START_UP_PREFIXES = ("PYTHON", "TF_CPP", "TF_ENABLE", "LD_", "OMP_", "KMP_", "MALLOC_", "KERAS_", "TF_NUM_")
 _PRELOADED_PACKAGES = ("albert_tf", "data_gen")
 _HEADER = struct.Struct("!I")
+# In the server: the address it listens on for the programs it forked, its environment, and its sockets (which a
+# forked program closes first).
+_program_address = None
+_server_environment = None
+_server_sockets = set()
+_fork_lock = threading.Lock()
 
 
 # ---- the server -------------------------------------------------------------------------------------------------
@@ -104,6 +115,8 @@ def _run_program(request, stdin, stdout, stderr):
     """In the forked child: becomes the program of `request` and never returns."""
     code = 1
     try:
+        for server_socket in list(_server_sockets):
+            server_socket.close()
         for target, fd in ((0, stdin), (1, stdout), (2, stderr)):
             os.dup2(fd, target)
             os.close(fd)
@@ -116,6 +129,8 @@ def _run_program(request, stdin, stdout, stderr):
         if arguments[0] == "-m":
             sys.argv = [arguments[1], *arguments[2:]]
             sys.path.insert(0, os.getcwd())
+            # A preloaded module runs again as __main__, without runpy's warning that it was imported already.
+            sys.modules.pop(arguments[1], None)
             runpy.run_module(arguments[1], run_name="__main__", alter_sys=True)
         else:
             sys.argv = list(arguments)
@@ -139,29 +154,61 @@ def _run_program(request, stdin, stdout, stderr):
             os._exit(code)
 
 
-def _report_exit(connection, lock, pid):
+def _report_exit(connection, lock, pid, worker):
     _, status, usage = os.wait4(pid, 0)
+    cpu_seconds = usage.ru_utime + usage.ru_stime
     _send(connection, lock, {"exited": pid, "returncode": os.waitstatus_to_exitcode(status),
-                             "cpu_seconds": usage.ru_utime + usage.ru_stime})
+                             "cpu_seconds": cpu_seconds})
+    if worker is not None:
+        # A forked program's child is not the program's: the test worker counts its CPU time.
+        _send(*worker, {"cpu_seconds": cpu_seconds})
 
 
-def serve(connection):
-    """Forks a child per request on `connection` until the test worker closes it."""
-    lock = threading.Lock()
+def serve(connection, lock, worker=None):
+    """Forks a child per request on `connection` until its other end closes it; `worker` (the test worker's
+    connection and its lock) hears of the CPU time of each child that a forked program asked for."""
+    _server_sockets.add(connection)
     while True:
-        request, fds = _receive(connection, max_fds=3)
-        if request is None:
-            return
-        sys.stdout.flush()
-        sys.stderr.flush()
-        pid = os.fork()
-        if pid == 0:
-            connection.close()
-            _run_program(request, *fds)
-        for fd in fds:
-            os.close(fd)
+        select.select([connection], [], [])
+        # One request at a time from receiving its descriptors to closing them here: a child forked meanwhile for
+        # another connection would keep this request's pipes open, and its reader would wait for that child.
+        with _fork_lock:
+            request, fds = _receive(connection, max_fds=3)
+            if request is None:
+                _server_sockets.discard(connection)
+                return
+            sys.stdout.flush()
+            sys.stderr.flush()
+            pid = os.fork()
+            if pid == 0:
+                _run_program(request, *fds)
+            for fd in fds:
+                os.close(fd)
         _send(connection, lock, {"started": pid})
-        threading.Thread(target=_report_exit, args=(connection, lock, pid), daemon=True).start()
+        threading.Thread(target=_report_exit, args=(connection, lock, pid, worker), daemon=True).start()
+
+
+def _serve_forked_programs(listener, worker):
+    """Serves each forked program that connects to `listener`, as the worker is served."""
+    while True:
+        connection, _ = listener.accept()
+        threading.Thread(target=serve, args=(connection, threading.Lock(), worker), daemon=True).start()
+
+
+def _serve_forever(worker_connection):
+    global _program_address, _server_environment
+    _preload()
+    from albert_tf.benchmarking import child_process
+    worker = (worker_connection, threading.Lock())
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    _program_address = f"\0albert-tf-tests-{os.getpid()}"  # Linux's abstract namespace: no file to remove
+    listener.bind(_program_address)
+    listener.listen()
+    _server_sockets.add(listener)
+    _server_environment = dict(os.environ)
+    child_process.start_python = start_library_child
+    threading.Thread(target=_serve_forked_programs, args=(listener, worker), daemon=True).start()
+    serve(*worker)
 
 
 # ---- the test worker's side -------------------------------------------------------------------------------------
@@ -176,6 +223,17 @@ class ForkedProcess:
         self.stdout = stdout
         self.stderr = stderr
         self.returncode = None
+        self._readers = None
+        self._outputs = None
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *_):
+        for stream in (self.stdout, self.stderr):
+            if stream is not None and not stream.closed:
+                stream.close()
+        self.wait()
 
     def poll(self):
         if self.returncode is None:
@@ -203,55 +261,66 @@ class ForkedProcess:
         self.send_signal(signal.SIGKILL)
 
     def communicate(self, timeout=None):
+        """As Popen.communicate: the streams read side by side until they close; after `timeout` seconds,
+        subprocess.TimeoutExpired with the process left running and what was read kept for the next call."""
         deadline = None if timeout is None else time.monotonic() + timeout
-        outputs = _read_all((self.stdout, self.stderr), deadline)
-        remaining = None if deadline is None else max(0.0, deadline - time.monotonic())
-        try:
-            self.wait(remaining)
-        except subprocess.TimeoutExpired:
-            self.kill()
-            self.wait()
-            raise
-        return outputs
-
-
-def _read_all(streams, deadline):
-    """What each open stream holds until it closes (None for a stream that is None), read side by side."""
-    results = [None if stream is None else [] for stream in streams]
-    threads = [threading.Thread(target=lambda stream=stream, sink=sink: sink.append(stream.read()), daemon=True)
-               for stream, sink in zip(streams, results) if stream is not None]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join(None if deadline is None else max(0.0, deadline - time.monotonic()))
-    for stream in streams:
-        if stream is not None and not stream.closed:
-            stream.close()
-    return tuple(None if sink is None else (sink[0] if sink else "") for sink in results)
+        if self._readers is None:
+            streams = (self.stdout, self.stderr)
+            self._outputs = [None if stream is None else [] for stream in streams]
+            self._readers = [threading.Thread(target=lambda stream=stream, sink=sink: sink.append(stream.read()),
+                                              daemon=True)
+                             for stream, sink in zip(streams, self._outputs) if stream is not None]
+            for reader in self._readers:
+                reader.start()
+        for reader in self._readers:
+            reader.join(None if deadline is None else max(0.0, deadline - time.monotonic()))
+        if any(reader.is_alive() for reader in self._readers):
+            raise subprocess.TimeoutExpired(self.args, timeout)
+        self.wait(None if deadline is None else max(0.0, deadline - time.monotonic()))
+        for stream in (self.stdout, self.stderr):
+            if stream is not None and not stream.closed:
+                stream.close()
+        return tuple(None if sink is None else (sink[0] if sink else "") for sink in self._outputs)
 
 
 class _Server:
-    """The worker's connection to its server, started on first use."""
+    """A connection to the server: the test worker's (`started`: the worker starts the server on first use) or a
+    forked program's (`connected`: to the server that forked it)."""
 
-    def __init__(self, environment):
+    def __init__(self, connection, environment, process=None):
         self.environment = dict(environment)
-        ours, theirs = socket.socketpair()
-        self._process = subprocess.Popen([sys.executable, "-m", "tests.forked_scripts", str(theirs.fileno())],
-                                         cwd=REPO_ROOT, env=self.environment, pass_fds=[theirs.fileno()],
-                                         stdin=subprocess.DEVNULL)
-        theirs.close()
-        self._connection = ours
-        atexit.register(self.close)
+        self._connection = connection
+        self._process = process
         self._started = []
         self._returncodes = {}
-        # The CPU time of the forked programs that have ended (they and the processes they waited for).
+        # The CPU time of the forked programs that have ended (they and the processes they waited for) and, at the
+        # worker's connection, of the children that forked programs asked for.
         self.children_cpu_seconds = 0.0
         self._lock = threading.Lock()
+
+    @classmethod
+    def started(cls, environment):
+        ours, theirs = socket.socketpair()
+        process = subprocess.Popen([sys.executable, "-m", "tests.forked_scripts", str(theirs.fileno())],
+                                   cwd=REPO_ROOT, env=dict(environment), pass_fds=[theirs.fileno()],
+                                   stdin=subprocess.DEVNULL)
+        theirs.close()
+        server = cls(ours, environment, process)
+        atexit.register(server.close)
+        return server
+
+    @classmethod
+    def connected(cls, address, environment):
+        connection = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        connection.connect(address)
+        return cls(connection, environment)
 
     def close(self):
         """Ends the server (it returns when the connection closes) and waits for it, so that its CPU time is the
         worker's children's."""
         self._connection.close()
+        if self._process is None:
+            return
         try:
             self._process.wait(timeout=60)
         except subprocess.TimeoutExpired:
@@ -259,16 +328,20 @@ class _Server:
             self._process.wait()
 
     def accepts(self, arguments, environment):
-        if os.environ.get(FRESH_PROCESSES_VARIABLE) == "1" or self._process.poll() is not None:
+        if os.environ.get(FRESH_PROCESSES_VARIABLE) == "1" or (self._process and self._process.poll() is not None):
             return False
         # A code string is most often a check of what a fresh interpreter imports.
         if arguments[0] == "-c":
             return False
+        if arguments[0] == "-m" and arguments[1].split(".")[0] == "peers":
+            return False
         if arguments[0] != "-m" and not os.path.abspath(arguments[0]).startswith(REPO_ROOT + os.sep):
             return False
-        names = set(environment) | set(self.environment)
-        return not any(name.startswith(_START_UP_PREFIXES) and environment.get(name) != self.environment.get(name)
-                       for name in names)
+        # The repository is on every forked program's path already.
+        theirs, ours = (dict(values, PYTHONPATH=_python_path_beyond_the_repository(values))
+                        for values in (environment, self.environment))
+        return not any(name.startswith(_START_UP_PREFIXES) and theirs.get(name) != ours.get(name)
+                       for name in set(theirs) | set(ours))
 
     def start(self, arguments, cwd, environment, stdout, stderr):
         parent_ends, child_ends = [], [os.open(os.devnull, os.O_RDONLY)]
@@ -312,10 +385,21 @@ class _Server:
                 raise RuntimeError("The tests' script server ended; rerun with ALBERT_TF_TEST_FRESH_PROCESSES=1.")
             if "started" in message:
                 self._started.append(message["started"])
-            else:
+                continue
+            if "exited" in message:
                 self._returncodes[message["exited"]] = message["returncode"]
-                self.children_cpu_seconds += message["cpu_seconds"]
+            self.children_cpu_seconds += message["cpu_seconds"]
         return value
+
+    def read_pending(self):
+        """Reads the messages that have arrived (the CPU time of forked programs' children among them)."""
+        with self._lock:
+            self._await(lambda: None, time.monotonic())
+
+
+def _python_path_beyond_the_repository(environment):
+    return os.pathsep.join(entry for entry in environment.get("PYTHONPATH", "").split(os.pathsep)
+                           if entry and os.path.abspath(entry) != REPO_ROOT) or None
 
 
 _server = None
@@ -335,7 +419,8 @@ def popen(arguments, cwd=REPO_ROOT, env=None, stdout=subprocess.PIPE, stderr=sub
     global _server
     environment = dict(os.environ if env is None else env)
     if _server is None:
-        _server = _Server(script_environment())
+        _server = (_Server.connected(_program_address, _server_environment) if _program_address
+                   else _Server.started(script_environment()))
     if _server.accepts(arguments, environment):
         return _server.start(arguments, cwd, environment, stdout, stderr)
     return subprocess.Popen([sys.executable, *arguments], cwd=cwd, env=environment, stdin=subprocess.DEVNULL,
@@ -345,16 +430,28 @@ def popen(arguments, cwd=REPO_ROOT, env=None, stdout=subprocess.PIPE, stderr=sub
 def forked_cpu_seconds():
     """The CPU seconds of the programs this worker's server has forked and seen end: they are the server's
     children, not this process's, so resource.RUSAGE_CHILDREN here does not count them."""
-    return 0.0 if _server is None else _server.children_cpu_seconds
+    if _server is None:
+        return 0.0
+    _server.read_pending()
+    return _server.children_cpu_seconds
 
 
 def run(arguments, cwd=REPO_ROOT, env=None, timeout=None):
     """`subprocess.run([sys.executable, *arguments], capture_output=True, text=True)`, through `popen`."""
     process = popen(arguments, cwd=cwd, env=env)
-    stdout, stderr = process.communicate(timeout=timeout)
+    try:
+        stdout, stderr = process.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.communicate()
+        raise
     return subprocess.CompletedProcess([sys.executable, *arguments], process.returncode, stdout, stderr)
 
 
+def start_library_child(arguments, environment):
+    """albert_tf.benchmarking.child_process.start_python in the tests: through `popen`."""
+    return popen(arguments, cwd=REPO_ROOT, env=environment)
+
+
 if __name__ == "__main__":
-    _preload()
-    serve(socket.socket(fileno=int(sys.argv[1])))
+    _serve_forever(socket.socket(fileno=int(sys.argv[1])))

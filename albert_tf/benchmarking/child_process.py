@@ -7,7 +7,7 @@ import signal
 import subprocess
 import sys
 import time
-from typing import Optional, Sequence
+from typing import Dict, Optional, Sequence
 
 import psutil
 
@@ -61,6 +61,16 @@ def exit_description(returncode: int) -> str:
         return f"killed by signal {-returncode}"
 
 
+def start_python(arguments: Sequence[str], environment: Dict[str, str]) -> subprocess.Popen:
+    """Starts `python ARGUMENTS` in the repository root with `environment`, its stdout and stderr read as text.
+
+    Every child process of the library starts here, so that one replacement changes how they all start: the tests
+    fork them from a process that has imported TensorFlow already (tests/forked_scripts.py).
+    """
+    return subprocess.Popen([sys.executable, *arguments], cwd=REPOSITORY_ROOT, env=environment,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
 def run_python_child(arguments: Sequence[str], marker: str, failure: str, timeout_seconds: Optional[float] = None,
                      memory_poll_seconds: Optional[float] = None) -> ChildRun:
     """Runs `python ARGUMENTS` (`-c CODE ...` or `-m MODULE ...`) and returns the JSON that follows `marker` on the
@@ -85,8 +95,7 @@ def run_python_child(arguments: Sequence[str], marker: str, failure: str, timeou
     environment.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
     deadline = None if timeout_seconds is None else time.monotonic() + timeout_seconds
     release_library_pages()
-    with subprocess.Popen([sys.executable, *arguments], cwd=REPOSITORY_ROOT, env=environment,
-                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) as child:
+    with start_python(arguments, environment) as child:
         memory = None if memory_poll_seconds is None else _PeakMemory(child.pid)
         while True:
             if memory is not None:

@@ -1,0 +1,35 @@
+"""A program that starts a child as the library does (albert_tf.benchmarking.child_process.run_python_child) and
+prints what the child saw: run as a test program, it shows where the library's children come from.
+
+`python -m tests._child_probe` prints `PROBE {...}` with its own pid and parent, and its child's parent and whether
+TensorFlow was imported before the child's first line; `python -m tests._child_probe child SECONDS` is that child,
+which also spends SECONDS of CPU time.
+"""
+import json
+import os
+import sys
+import time
+
+MARKER = "PROBE "
+
+
+def _child(cpu_seconds):
+    tensorflow_preloaded = "tensorflow" in sys.modules
+    started = time.process_time()
+    while time.process_time() - started < cpu_seconds:
+        pass
+    print(MARKER + json.dumps({"child_ppid": os.getppid(), "tensorflow_preloaded": tensorflow_preloaded}))
+
+
+def _program(cpu_seconds):
+    from albert_tf.benchmarking.child_process import run_python_child
+    record = run_python_child(["-m", "tests._child_probe", "child", str(cpu_seconds)], MARKER,
+                              "The probe's child failed").record
+    print(MARKER + json.dumps(dict(record, pid=os.getpid(), ppid=os.getppid())))
+
+
+if __name__ == "__main__":
+    if sys.argv[1:2] == ["child"]:
+        _child(float(sys.argv[2]))
+    else:
+        _program(float(sys.argv[1]) if len(sys.argv) > 1 else 0.0)
