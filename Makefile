@@ -74,8 +74,10 @@ demo: $(RUNTIME_STAMP)
 # Progress as [done/total] per line, and the slowest tests at the end.
 PYTEST_REPORTING := -o console_output_style=count --durations=15
 
-test: $(STAMP) $(PEERS_STAMP) $(BEAM_STAMP) $(ONNX_STAMP)
-	@echo "Running the whole suite with $(TEST_WORKERS) workers (10-15 minutes on 2 cores)."
+# The extras install side by side: each goes to a directory of its own.
+test: $(STAMP)
+	@$(MAKE) --no-print-directory -j3 peers beam onnx
+	@echo "Running the whole suite with $(TEST_WORKERS) workers (about 10 minutes on 2 cores)."
 	$(VPY) -m pytest -q $(PYTEST_PARALLEL) $(PYTEST_REPORTING) tests
 
 test-fast: $(STAMP)

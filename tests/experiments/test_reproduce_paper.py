@@ -36,17 +36,16 @@ def _write_user_corpus(path):
 def _copy_what_git_commits(output_dir, kept_dir):
     """Copies the files of `output_dir` that paper_runs/.gitignore lets git commit, as if the run had been made
     under paper_runs/ and is now checked out on another machine; returns their paths relative to `output_dir`."""
-    copied = []
-    for path in glob.glob(os.path.join(output_dir, "**"), recursive=True):
-        relative = os.path.relpath(path, output_dir)
-        ignored = subprocess.run(["git", "check-ignore", "--no-index", "-q",
-                                  os.path.join("paper_runs", "run", relative)],
-                                 cwd=REPO_ROOT).returncode == 0
-        if os.path.isfile(path) and not ignored:
-            os.makedirs(os.path.dirname(os.path.join(kept_dir, relative)), exist_ok=True)
-            shutil.copy(path, os.path.join(kept_dir, relative))
-            copied.append(relative)
-    return sorted(copied)
+    files = [os.path.relpath(path, output_dir) for path in glob.glob(os.path.join(output_dir, "**"), recursive=True)
+             if os.path.isfile(path)]
+    as_committed = {os.path.join("paper_runs", "run", relative): relative for relative in files}
+    ignored = subprocess.run(["git", "check-ignore", "--no-index", "--stdin"], cwd=REPO_ROOT, capture_output=True,
+                             text=True, input="\n".join(as_committed) + "\n").stdout.splitlines()
+    copied = sorted(set(files) - {as_committed[path] for path in ignored})
+    for relative in copied:
+        os.makedirs(os.path.dirname(os.path.join(kept_dir, relative)), exist_ok=True)
+        shutil.copy(os.path.join(output_dir, relative), os.path.join(kept_dir, relative))
+    return copied
 
 
 def _stop_with_sigterm_after_step_12(flags, output_dir, arm_key):
