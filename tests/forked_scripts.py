@@ -157,11 +157,16 @@ def _run_program(request, stdin, stdout, stderr):
 def _report_exit(connection, lock, pid, worker):
     _, status, usage = os.wait4(pid, 0)
     cpu_seconds = usage.ru_utime + usage.ru_stime
-    _send(connection, lock, {"exited": pid, "returncode": os.waitstatus_to_exitcode(status),
-                             "cpu_seconds": cpu_seconds})
+    reports = [((connection, lock), {"exited": pid, "returncode": os.waitstatus_to_exitcode(status),
+                                     "cpu_seconds": cpu_seconds})]
     if worker is not None:
         # A forked program's child is not the program's: the test worker counts its CPU time.
-        _send(*worker, {"cpu_seconds": cpu_seconds})
+        reports.append((worker, {"cpu_seconds": cpu_seconds}))
+    for (destination, destination_lock), message in reports:
+        try:
+            _send(destination, destination_lock, message)
+        except OSError:
+            pass  # the other end has gone: a program that ended without waiting for its child, or the worker
 
 
 def serve(connection, lock, worker=None):
