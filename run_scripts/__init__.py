@@ -22,7 +22,7 @@ def _asks_for_logs(argv) -> bool:
 
 
 @contextlib.contextmanager
-def _stderr_to_devnull():
+def stderr_to_devnull():
     """File descriptor 2 (what C++ writes to) points at /dev/null inside; Python's own sys.stderr is flushed first
     and sees the old descriptor again afterwards, so an import error's traceback still shows."""
     sys.stderr.flush()
@@ -39,7 +39,7 @@ def _stderr_to_devnull():
 
 def _find_tensorflow_quietly(name, path=None, target=None):
     """A meta-path finder's find_spec: finds `tensorflow` the usual way, once, and has its module run with
-    _stderr_to_devnull; scripts that never import TensorFlow never pay for it."""
+    stderr_to_devnull; scripts that never import TensorFlow never pay for it."""
     if name != "tensorflow":
         return None
     sys.meta_path.remove(_QUIET_TENSORFLOW_IMPORT)
@@ -48,7 +48,7 @@ def _find_tensorflow_quietly(name, path=None, target=None):
         exec_module = spec.loader.exec_module
 
         def exec_module_quietly(module):
-            with _stderr_to_devnull():
+            with stderr_to_devnull():
                 exec_module(module)
 
         spec.loader.exec_module = exec_module_quietly

@@ -36,9 +36,13 @@ if "--xla_backend_optimization_level" not in os.environ.get("XLA_FLAGS", ""):
 # never the user's (~/.cache/albert_tf).
 os.environ["ALBERT_TF_CACHE_DIR"] = tempfile.mkdtemp(prefix="albert_tf_test_cache_")
 
-import keras
+from run_scripts import stderr_to_devnull
+
+# TensorFlow's import prints its C++ start-up lines whatever the level (pytest-xdist's main process would show them).
+with stderr_to_devnull():
+    import keras
+    import tensorflow as tf
 import pytest
-import tensorflow as tf
 
 from albert_tf.benchmarking import child_process
 from albert_tf.tokenization import AlbertTokenizer

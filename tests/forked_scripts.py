@@ -36,6 +36,8 @@ import threading
 import time
 import traceback
 
+from run_scripts import stderr_to_devnull
+
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 FRESH_PROCESSES_VARIABLE = "ALBERT_TF_TEST_FRESH_PROCESSES"
 # Variables read while the interpreter, TensorFlow or oneDNN start: a child with other values needs a fresh process.
@@ -55,16 +57,9 @@ _fork_lock = threading.Lock()
 
 def _preload():
     """Imports TensorFlow quietly, then every module of the project's library that imports on its own."""
-    saved_stderr = os.dup(2)
-    devnull = os.open(os.devnull, os.O_WRONLY)
-    os.dup2(devnull, 2)
-    try:
+    with stderr_to_devnull():
         import tensorflow  # noqa: F401
         import keras  # noqa: F401
-    finally:
-        os.dup2(saved_stderr, 2)
-        os.close(saved_stderr)
-        os.close(devnull)
     for package_name in _PRELOADED_PACKAGES:
         package = importlib.import_module(package_name)
         for module in pkgutil.walk_packages(package.__path__, package_name + "."):
