@@ -42,6 +42,7 @@ import numpy as np
 from absl import logging
 
 from albert_tf.benchmarking.child_process import run_python_child
+from albert_tf.benchmarking.interleaved_runs import run_interleaved
 from albert_tf.benchmarking.peer_comparison import (OURS, PEER_PACKAGES, check_peers_can_build,
                                                     check_peers_installed, parse_peers)
 from albert_tf.benchmarking.peer_protocol import PRECISIONS, RECORD_MARKER
@@ -237,30 +238,27 @@ def run_finetune_text(settings: FinetuneTextSettings, peers: Sequence[str] = (),
     with tempfile.TemporaryDirectory() as scratch:
         directory = work_dir or scratch
         data_sets = prepare_text_data(settings, directory)
-        # Every data set, precision and row (and a key for them), in the order a repeat runs them and the records
-        # list them.
-        cells = [((index, precision, row), data, precision, row) for index, data in enumerate(data_sets)
-                 for precision in settings.precisions for row in rows]
-        runs: Dict[tuple, List[dict]] = {}
-        failures: Dict[tuple, str] = {}
-        for repeat in range(settings.repeats):
-            for key, data, precision, row in cells:
-                if key in failures:
-                    continue
-                logging.info("finetune_text run %d of %d: %s at %d, %s, %s", repeat + 1, settings.repeats,
-                             data.name, data.seq_length, precision, row.label)
-                run = run_ours if row.implementation == OURS else run_peer
-                try:
-                    record = run(row, precision, data, settings)
-                except (RuntimeError, OSError) as error:
-                    logging.warning("finetune_text row %s at %d, %s failed: %s", row.label, data.seq_length,
-                                    precision, error)
-                    failures[key] = str(error).strip()[-2000:]
-                    continue
-                record.update(cpu_model=cpu_model_name(), date=_now())
-                runs.setdefault(key, []).append(record)
-        return [_failed_record(row, precision, data, settings, failures[key], runs.get(key, [])) if key in failures
-                else _record(row, precision, data, settings, runs[key]) for key, data, precision, row in cells]
+        # Every data set (by its index), precision and row, in the order a repeat runs them and the records list them.
+        cells = [(index, precision, row) for index in range(len(data_sets)) for precision in settings.precisions
+                 for row in rows]
+
+        def run_cell(cell, _):
+            index, precision, row = cell
+            run = run_ours if row.implementation == OURS else run_peer
+            return dict(run(row, precision, data_sets[index], settings), cpu_model=cpu_model_name(), date=_now())
+
+        def describe(cell):
+            index, precision, row = cell
+            return f"{data_sets[index].name} at {data_sets[index].seq_length}, {precision}, {row.label}"
+
+        def record_of(cell):
+            index, precision, row = cell
+            if cell in failures:
+                return _failed_record(row, precision, data_sets[index], settings, failures[cell], runs[cell])
+            return _record(row, precision, data_sets[index], settings, runs[cell])
+
+        runs, failures = run_interleaved(cells, settings.repeats, run_cell, "finetune_text", describe=describe)
+        return [record_of(cell) for cell in cells]
 
 
 def prepare_text_data(settings: FinetuneTextSettings, work_dir: str) -> List[TextData]:

@@ -72,6 +72,7 @@ from absl import logging
 
 from albert_tf.benchmarking.child_process import REPORT_PACKAGES, REPOSITORY_ROOT, run_python_child
 from albert_tf.benchmarking.finetune_text import train_built_in_tokenizer
+from albert_tf.benchmarking.interleaved_runs import run_interleaved
 from albert_tf.benchmarking.peer_comparison import OURS, check_peers_can_build, parse_peers
 from albert_tf.benchmarking.peer_protocol import RECORD_MARKER
 from albert_tf.benchmarking.probes import load_average
@@ -454,23 +455,13 @@ def run_serving(settings: ServeSettings, peers: Sequence[str] = (), work_dir: Op
     run_row = run_row or run_row_child
     with tempfile.TemporaryDirectory() as scratch:
         artifacts = prepare_serving(settings, runnable, work_dir or scratch, fine_tuned=fine_tuned)
-        runs: Dict[str, List[dict]] = {row.name: [] for row in runnable}
-        failures: Dict[str, str] = {}
-        for repeat in range(settings.repeats):
-            for row in runnable:
-                if row.name in failures:
-                    continue
-                logging.info("serve run %d of %d: %s", repeat + 1, settings.repeats, row.label)
-                try:
-                    runs[row.name].append(run_row(row, artifacts, settings,
-                                                  predict_dev=artifacts.dev is not None and repeat == 0))
-                except (RuntimeError, OSError) as error:
-                    if not report_failed_rows:
-                        raise
-                    logging.warning("serve row %s failed: %s", row.name, error)
-                    failures[row.name] = str(error).strip()[-2000:]
-        records = [{**_common_fields(row, settings), "failed": failures[row.name]} if row.name in failures
-                   else _record(row, runs[row.name], artifacts, settings) if row.name in runs
+        # The dev set's predictions come from the first repeat.
+        runs, failures = run_interleaved(
+            runnable, settings.repeats,
+            lambda row, repeat: run_row(row, artifacts, settings, predict_dev=artifacts.dev is not None and not repeat),
+            "serve", describe=lambda row: f"{row.name} ({row.label})", record_failures=report_failed_rows)
+        records = [{**_common_fields(row, settings), "failed": failures[row]} if row in failures
+                   else _record(row, runs[row], artifacts, settings) if row in runs
                    else _skipped_record(row, reasons[row.name], settings) for row in rows]
     tested = [record for record in records if "dev_discordant" in record and record["precision"] != "float32"]
     p_values = mcnemar_p_values([(record["dev_discordant"]["float32_right_only"],
