@@ -267,15 +267,21 @@ def _damage_text(damaged: Dict[str, str]) -> str:
     return "; ".join(f"{path} is damaged: {reason}" for path, reason in damaged.items())
 
 
-def _damaged_input_text(source: str, error: tf.errors.DataLossError, step: int, output_dir: str) -> str:
-    """One sentence on a training stopped by a damaged record: which shard (read alone, since the interleaved
-    reader does not say), what is wrong, the step and what is kept."""
+def _what_is_damaged(source: str, error: tf.errors.DataLossError) -> str:
+    """Which shard of `source` holds the damaged record `error` met (each read alone, since the interleaved reader
+    does not say) and what is wrong with it."""
     try:
         damaged = damaged_shards(source)
     except (ValueError, FileNotFoundError):
         damaged = {}
-    what = (_damage_text(damaged) if damaged
+    return (_damage_text(damaged) if damaged
             else f"{source} holds a damaged record ({error.message.strip().splitlines()[0]})")
+
+
+def _damaged_input_text(source: str, error: tf.errors.DataLossError, step: int, output_dir: str) -> str:
+    """One sentence on a training stopped by a damaged record: which shard, what is wrong, the step and what is
+    kept."""
+    what = _what_is_damaged(source, error)
     checkpoint = tf.train.latest_checkpoint(output_dir)
     kept = (f"its last checkpoint, {checkpoint}, is kept" if checkpoint else f"no checkpoint had been saved in "
             f"{output_dir} yet")
@@ -303,7 +309,13 @@ def run_pretraining(config: AlbertConfig, options: PretrainingOptions) -> Dict[s
         results["train"] = run.train(pretraining_dataset_fn(options.input_file, is_training=True, seed=options.seed,
                                                             **lengths), source=options.input_file)
     if options.do_eval:
-        results["eval"] = run.evaluate_checkpoints(pretraining_dataset_fn(eval_pattern, is_training=False, **lengths))
+        try:
+            results["eval"] = run.evaluate_checkpoints(pretraining_dataset_fn(eval_pattern, is_training=False,
+                                                                              **lengths))
+        except tf.errors.DataLossError as error:
+            flag = "--eval_input_file" if options.eval_input_file else "--input_file"
+            raise ValueError(f"The evaluation data {_what_is_damaged(eval_pattern, error)}: write the shard again, "
+                             f"or leave it out of {flag}.") from None
         for key in sorted(results["eval"]):
             logging.info("  %s = %s", key, results["eval"][key])
     return results

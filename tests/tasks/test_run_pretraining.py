@@ -262,6 +262,17 @@ def test_a_full_disk_stops_in_one_line_keeping_the_last_checkpoint_and_a_rerun_e
         np.testing.assert_allclose(after[name], straight[name], atol=1e-6, err_msg=name)
 
 
+def test_an_evaluation_file_that_is_no_tfrecord_is_one_sentence_naming_it_and_its_flag(records, tmp_path):
+    not_records = tmp_path / "eval.tfrecord.summary.json"
+    not_records.write_text(json.dumps({"instances": 64}))
+    run_options = options(tmp_path / "run", num_train_steps=2, save_checkpoints_steps=2, do_train=True, do_eval=True,
+                          input_file=str(records / "train.tfrecord"), eval_input_file=str(not_records))
+    with pytest.raises(ValueError) as raised:
+        run_pretraining(tiny_config(), run_options)
+    assert re.fullmatch(rf"The evaluation data {re.escape(str(not_records))} is damaged: [^:]+ at 0 \(after 0 good "
+                        r"records\): write the shard again, or leave it out of --eval_input_file\.", str(raised.value))
+
+
 def test_a_damaged_shard_stops_the_training_naming_the_shard_and_the_step(records, tmp_path):
     whole = (records / "train.tfrecord").read_bytes()
     record = len(whole) // 256
