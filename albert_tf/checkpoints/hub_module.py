@@ -17,7 +17,7 @@ import tensorflow as tf
 
 from albert_tf.checkpoints.loading import LoadResult, load_weights
 from albert_tf.checkpoints.locating import CheckpointLocation
-from albert_tf.checkpoints.reading import CheckpointContents
+from albert_tf.checkpoints.reading import CheckpointContents, load_reader, object_graph
 from albert_tf.config import AlbertConfig
 
 logger = logging.getLogger(__name__)
@@ -27,7 +27,6 @@ HUB_FORMAT = "albert-tf hub module"
 ALBERT_CONFIG_ASSET = "albert_config.json"
 SPM_MODEL_ASSET = "spm.model"
 VARIABLES_BY_TF1_NAME = "variables_by_tf1_name"
-_OBJECT_GRAPH_KEY = "_CHECKPOINTABLE_OBJECT_GRAPH"
 _DO_LOWER_CASE = "do_lower_case"
 # The file tensorflow_hub writes into every TF1 hub module.
 TF1_HUB_MODULE_MARKER = "tfhub_module.pb"
@@ -67,14 +66,6 @@ def resolve_encoder_dir(handle: str) -> str:
                      "give the --export_path of run_scripts.export_to_tfhub or its encoder/ directory.")
 
 
-def _object_graph(reader):
-    from tensorflow.core.protobuf import trackable_object_graph_pb2
-
-    graph = trackable_object_graph_pb2.TrackableObjectGraph()
-    graph.ParseFromString(reader.get_tensor(_OBJECT_GRAPH_KEY))
-    return graph
-
-
 def _children(graph, node_id):
     return {child.local_name: child.node_id for child in graph.nodes[node_id].children}
 
@@ -102,21 +93,21 @@ def read_hub_module(handle: str) -> HubModule:
     if not tf.io.gfile.exists(spm_model_file):
         raise ValueError(f"--hub_module_handle={handle!r}: {assets} has no {SPM_MODEL_ASSET}.")
     prefix = os.path.join(encoder_dir, "variables", "variables")
-    reader = tf.train.load_checkpoint(prefix)
-    graph = _object_graph(reader)
+    reader, get_tensor = load_reader(prefix)
+    graph = object_graph(get_tensor)
     root_children = _children(graph, 0)
     for name in (_DO_LOWER_CASE, VARIABLES_BY_TF1_NAME):
         if name not in root_children:
             raise ValueError(f"--hub_module_handle={handle!r}: the SavedModel in {encoder_dir} has no `{name}`; "
                              "re-export it with run_scripts.export_to_tfhub.")
-    do_lower_case = bool(reader.get_tensor(_value_key(graph, root_children[_DO_LOWER_CASE])))
+    do_lower_case = bool(get_tensor(_value_key(graph, root_children[_DO_LOWER_CASE])))
     keys = {name: _value_key(graph, node)
             for name, node in _children(graph, root_children[VARIABLES_BY_TF1_NAME]).items()}
     shape_map = reader.get_variable_to_shape_map()
     weights = CheckpointContents(
         location=CheckpointLocation(HUB_FORMAT, prefix, encoder_dir),
         shapes={name: tuple(shape_map[key]) for name, key in keys.items()},
-        read=lambda name: reader.get_tensor(keys[name]),
+        read=lambda name: get_tensor(keys[name]),
         config=config, config_source=config_file,
         file_names={name: f"{VARIABLES_BY_TF1_NAME}[{name!r}]" for name in keys})
     return HubModule(encoder_dir, config, spm_model_file, do_lower_case, weights)

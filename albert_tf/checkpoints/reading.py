@@ -47,19 +47,43 @@ class CheckpointContents:
         return f"{name} (in the file: {file_name})" if file_name and file_name != name else name
 
 
+def load_reader(path):
+    """tf.train's reader of the checkpoint `path`, and a `get_tensor` for it: a damaged file (cut short, or its bytes
+    changed) raises CheckpointFormatError naming the checkpoint and the variable, not the reader's own error."""
+    try:
+        reader = tf.train.load_checkpoint(path)
+    except tf.errors.OpError as error:
+        raise CheckpointFormatError(f"{path} is damaged: its index cannot be read ({_first_line(error)}); copy or "
+                                    "save the checkpoint again.") from None
+
+    def get_tensor(key):
+        try:
+            return reader.get_tensor(key)
+        except (IndexError, tf.errors.OpError) as error:
+            raise CheckpointFormatError(f"{path} is damaged: its variable {key} cannot be read "
+                                        f"({_first_line(error)}); copy or save the checkpoint again.") from None
+
+    return reader, get_tensor
+
+
+def _first_line(error):
+    message = error.message if isinstance(error, tf.errors.OpError) else str(error)
+    return message.strip().splitlines()[0] if message.strip() else type(error).__name__
+
+
 def _read_tf1(location):
-    reader = tf.train.load_checkpoint(location.path)
+    reader, get_tensor = load_reader(location.path)
     shapes, file_names, global_step = {}, {}, None
     for file_name, shape in reader.get_variable_to_shape_map().items():
         name = file_name[len(HUB_MODULE_SCOPE):] if file_name.startswith(HUB_MODULE_SCOPE) else file_name
         if name.endswith(OPTIMIZER_SLOT_SUFFIXES):
             continue
         if name == GLOBAL_STEP_NAME:
-            global_step = int(reader.get_tensor(file_name))
+            global_step = int(get_tensor(file_name))
             continue
         shapes[name] = tuple(shape)
         file_names[name] = file_name
-    return CheckpointContents(location, shapes, lambda name: reader.get_tensor(file_names[name]),
+    return CheckpointContents(location, shapes, lambda name: get_tensor(file_names[name]),
                               global_step=global_step, file_names=file_names)
 
 
@@ -94,11 +118,12 @@ def _read_hf(location):
                               hf_architectures=tuple(hf_config.get("architectures") or ()))
 
 
-def _object_graph(reader):
+def object_graph(get_tensor):
+    """The object graph of a tf.train checkpoint (what `load_reader` returns as `get_tensor` reads)."""
     from tensorflow.core.protobuf import trackable_object_graph_pb2
 
     graph = trackable_object_graph_pb2.TrackableObjectGraph()
-    graph.ParseFromString(reader.get_tensor(OBJECT_GRAPH_KEY))
+    graph.ParseFromString(get_tensor(OBJECT_GRAPH_KEY))
     return graph
 
 
@@ -124,7 +149,7 @@ def _child(graph, node_id, name):
     return None
 
 
-def _native_global_step(reader, graph):
+def _native_global_step(get_tensor, graph):
     for path in ("step", "global_step", "optimizer/_iterations", "optimizer/inner_optimizer/_iterations"):
         node = 0
         for part in path.split("/"):
@@ -132,13 +157,13 @@ def _native_global_step(reader, graph):
         if node is not None:
             for attribute in graph.nodes[node].attributes:
                 if attribute.name == "VARIABLE_VALUE":
-                    return int(reader.get_tensor(attribute.checkpoint_key))
+                    return int(get_tensor(attribute.checkpoint_key))
     return None
 
 
 def _read_native(location):
-    reader = tf.train.load_checkpoint(location.path)
-    graph = _object_graph(reader)
+    reader, get_tensor = load_reader(location.path)
+    graph = object_graph(get_tensor)
     model_node = _child(graph, 0, "model")
     if model_node is None:
         roots = sorted(child.local_name for child in graph.nodes[0].children)
@@ -152,8 +177,8 @@ def _read_native(location):
         as_in_pretrainer = f"encoder/{path}" if is_encoder else path
         name = native_path_to_tf1_name(as_in_pretrainer) or NATIVE_PREFIX + as_in_pretrainer
         keys[name], shapes[name], file_names[name] = key, tuple(shape_map[key]), f"model/{path}"
-    return CheckpointContents(location, shapes, lambda name: reader.get_tensor(keys[name]),
-                              global_step=_native_global_step(reader, graph), file_names=file_names)
+    return CheckpointContents(location, shapes, lambda name: get_tensor(keys[name]),
+                              global_step=_native_global_step(get_tensor, graph), file_names=file_names)
 
 
 def read_checkpoint(path, format="auto") -> CheckpointContents:

@@ -1,6 +1,7 @@
 import json
 import logging
 import os
+import re
 
 import keras
 import numpy as np
@@ -206,6 +207,31 @@ def test_hub_module_directory_with_module_scope(tmp_path):
     assert locating.find_vocab_files(str(tmp_path)) == [str(tmp_path / "assets" / "30k-clean.model")]
     prefix = str(tmp_path / "variables" / "variables")
     assert locating.find_config(prefix) == (config, str(tmp_path / "assets" / "albert_config.json"))
+
+
+@pytest.mark.parametrize("format", ["tf1", "native"])
+def test_a_checkpoint_cut_short_is_one_sentence_naming_it_and_the_variable(tmp_path, format):
+    config = tiny_config()
+    prefix = str(tmp_path / "model.ckpt")
+    save_weights(randomize(AlbertPretrainer(config)), prefix, format=format, global_step=7)
+    data_file = tf.io.gfile.glob(prefix + "*.data-*")[0]
+    with open(data_file, "r+b") as handle:
+        handle.truncate(100)
+    with pytest.raises(formats.CheckpointFormatError) as raised:
+        load_weights(AlbertPretrainer(config), prefix)
+    assert re.fullmatch(rf"{re.escape(tf.train.latest_checkpoint(str(tmp_path)) or prefix)} is damaged: its "
+                        r"variable \S+ cannot be read \(.+\); copy or save the checkpoint again\.", str(raised.value))
+
+
+def test_a_saved_models_variables_index_that_is_damaged_is_one_sentence(tmp_path):
+    prefix = str(tmp_path / "model.ckpt")
+    save_weights(randomize(AlbertPretrainer(tiny_config())), prefix, format="native")
+    index_file = tf.io.gfile.glob(prefix + "*.index")[0]
+    with open(index_file, "r+b") as handle:
+        handle.truncate(10)
+    with pytest.raises(formats.CheckpointFormatError, match=rf"^{re.escape(index_file[:-len('.index')])} is damaged: "
+                       r"its index cannot be read \(.+\); copy or save the checkpoint again\.$"):
+        reading.load_reader(index_file[:-len(".index")])
 
 
 # ---- strictness -------------------------------------------------------------------------------
