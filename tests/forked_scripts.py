@@ -230,10 +230,13 @@ class ForkedProcess:
         return self
 
     def __exit__(self, *_):
+        self._close_streams()
+        self.wait()
+
+    def _close_streams(self):
         for stream in (self.stdout, self.stderr):
             if stream is not None and not stream.closed:
                 stream.close()
-        self.wait()
 
     def poll(self):
         if self.returncode is None:
@@ -277,9 +280,7 @@ class ForkedProcess:
         if any(reader.is_alive() for reader in self._readers):
             raise subprocess.TimeoutExpired(self.args, timeout)
         self.wait(None if deadline is None else max(0.0, deadline - time.monotonic()))
-        for stream in (self.stdout, self.stderr):
-            if stream is not None and not stream.closed:
-                stream.close()
+        self._close_streams()
         return tuple(None if sink is None else (sink[0] if sink else "") for sink in self._outputs)
 
 

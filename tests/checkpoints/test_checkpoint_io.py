@@ -223,7 +223,8 @@ def test_a_checkpoint_cut_short_is_one_sentence_naming_it_and_the_variable(tmp_p
                         r"variable \S+ cannot be read \(.+\); copy or save the checkpoint again\.", str(raised.value))
 
 
-def test_a_saved_models_variables_index_that_is_damaged_is_one_sentence(tmp_path):
+def test_a_damaged_index_read_as_a_hub_modules_variables_is_one_sentence(tmp_path):
+    # read_hub_module reads a SavedModel's variables through load_reader without locating them first.
     prefix = str(tmp_path / "model.ckpt")
     save_weights(randomize(AlbertPretrainer(tiny_config())), prefix, format="native")
     index_file = tf.io.gfile.glob(prefix + "*.index")[0]
