@@ -1,9 +1,9 @@
 """A program that starts a child as the library does (albert_tf.benchmarking.child_process.run_python_child) and
 prints what the child saw: run as a test program, it shows where the library's children come from.
 
-`python -m tests._child_probe` prints `PROBE {...}` with its own pid and parent, and its child's parent and whether
-TensorFlow was imported before the child's first line; `python -m tests._child_probe child SECONDS` is that child,
-which also spends SECONDS of CPU time.
+`python -m tests._child_probe` prints `PROBE {...}` with its own pid and parent, and its child's parent, whether
+TensorFlow was imported before the child's first line and, if it was, whether Grappler's remapper is on;
+`python -m tests._child_probe child SECONDS` is that child, which also spends SECONDS of CPU time.
 """
 import json
 import os
@@ -18,7 +18,11 @@ def _child(cpu_seconds):
     started = time.process_time()
     while time.process_time() - started < cpu_seconds:
         pass
-    print(MARKER + json.dumps({"child_ppid": os.getppid(), "tensorflow_preloaded": tensorflow_preloaded}))
+    record = {"child_ppid": os.getppid(), "tensorflow_preloaded": tensorflow_preloaded}
+    if tensorflow_preloaded:
+        record["grappler_remapping"] = sys.modules["tensorflow"].config.optimizer.get_experimental_options().get(
+            "remapping")
+    print(MARKER + json.dumps(record))
 
 
 def _program(cpu_seconds):

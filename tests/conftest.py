@@ -51,9 +51,12 @@ from tests.helpers import make_spm_model
 
 # The library's child processes fork from the worker's script server too (tests/forked_scripts.py).
 child_process.start_python = forked_scripts.start_library_child
+# The tests, and the programs forked for them, trace without Grappler's remapper (its fusions change no result).
+forked_scripts.trace_without_remapping()
 
-# `ALBERT_TF_TEST_CPU_PROFILE=FILE make test` appends a JSON line per test to FILE: its wall seconds and the CPU
-# seconds of its worker, the processes it started and the scripts forked for it (docs/layout.md, "The tests").
+# `ALBERT_TF_TEST_CPU_PROFILE=FILE make test` appends a JSON line per test to FILE: its wall seconds, those of its
+# fixtures' setup, the CPU seconds of its worker, the processes it started and the scripts forked for it, its worker
+# and when it started (docs/layout.md, "The tests").
 CPU_PROFILE = os.environ.get("ALBERT_TF_TEST_CPU_PROFILE")
 
 
@@ -64,14 +67,23 @@ def _cpu_seconds():
 
 
 @pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_setup(item):
+    wall = time.monotonic()
+    yield
+    item.setup_wall_seconds = time.monotonic() - wall
+
+
+@pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_protocol(item, nextitem):
     if not CPU_PROFILE:
         yield
         return
-    cpu, wall = _cpu_seconds(), time.monotonic()
+    cpu, wall, started = _cpu_seconds(), time.monotonic(), time.time()
     yield
     line = json.dumps({"test": item.nodeid, "cpu_seconds": round(_cpu_seconds() - cpu, 2),
-                       "wall_seconds": round(time.monotonic() - wall, 2)})
+                       "wall_seconds": round(time.monotonic() - wall, 2),
+                       "setup_wall_seconds": round(getattr(item, "setup_wall_seconds", 0.0), 2),
+                       "worker": os.environ.get("PYTEST_XDIST_WORKER", "main"), "started": round(started, 2)})
     with open(CPU_PROFILE, "a", encoding="utf-8") as handle:
         handle.write(line + "\n")
 
