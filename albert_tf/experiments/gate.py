@@ -17,7 +17,9 @@ this module decides, by a rule fixed before their results exist:
   a quarter of what sharing everything costs; and it says how many seeds (at most 6) the non-inferiority test
   needs to show that margin with 80% power at the gate's spread.
 
-The decision is written to OUTPUT_DIR/gate.json with every number it used, and printed:
+It reads the gate's seeds alone (0 and 1 unless `--seeds` names others), so that run again after more seeds have
+finished it decides as it did. The decision is written to OUTPUT_DIR/gate.json with every number it used, which
+the run's repository keeps, and printed:
 
     python -m albert_tf.experiments.gate --output_dir=paper_runs/medium
 
@@ -40,6 +42,7 @@ from albert_tf.experiments.write_report import put_report_packages_on_path
 GATE_NAME = "gate.json"
 EXPERIMENT = "sharing"
 ARMS = ("none", "all")
+GATE_SEEDS = (0, 1)
 PLANNED_SEEDS = 5
 MAX_SEEDS = 6
 MARGIN_FRACTION = 0.25
@@ -72,20 +75,21 @@ def gate_decision(not_shared: Mapping[int, float], all_shared: Mapping[int, floa
                     f"nothing' is then {MARGIN_FRACTION:g} of that difference"}
 
 
-def _masked_lm_by_seed(output_dir: str, arm: str) -> Dict[int, float]:
-    directory = os.path.join(output_dir, "arms", EXPERIMENT, arm)
+def _masked_lm_by_seed(output_dir: str, arm: str, seeds: Sequence[int]) -> Dict[int, float]:
     found = {}
-    for name in sorted(os.listdir(directory)) if os.path.isdir(directory) else []:
-        path = os.path.join(directory, name, "arm_result.json")
-        if name.startswith("seed") and os.path.exists(path):
-            found[int(name[len("seed"):])] = float(read_json(path)["eval"]["masked_lm_accuracy"])
+    for seed in seeds:
+        path = os.path.join(output_dir, "arms", EXPERIMENT, arm, f"seed{seed}", "arm_result.json")
+        if os.path.exists(path):
+            found[seed] = float(read_json(path)["eval"]["masked_lm_accuracy"])
     return found
 
 
-def decide(output_dir: str, planned_seeds: int = PLANNED_SEEDS) -> Dict[str, object]:
-    """Decides the gate of the run in `output_dir` from its finished not-shared and all-shared arms, writes
-    gate.json there and returns the decision."""
-    decision = gate_decision(*(_masked_lm_by_seed(output_dir, arm) for arm in ARMS), planned_seeds=planned_seeds)
+def decide(output_dir: str, planned_seeds: int = PLANNED_SEEDS,
+           seeds: Sequence[int] = GATE_SEEDS) -> Dict[str, object]:
+    """Decides the gate of the run in `output_dir` from its finished not-shared and all-shared arms on `seeds`,
+    writes gate.json there and returns the decision."""
+    decision = gate_decision(*(_masked_lm_by_seed(output_dir, arm, seeds) for arm in ARMS),
+                             planned_seeds=planned_seeds)
     write_json(os.path.join(output_dir, GATE_NAME), decision)
     return decision
 
@@ -94,9 +98,15 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
     parser = argparse.ArgumentParser(description="Decides whether a sharing run's other arms are worth training.")
     parser.add_argument("--output_dir", required=True, help="The run's output directory.")
     parser.add_argument("--planned_seeds", type=int, default=PLANNED_SEEDS, help="Seeds every arm will have.")
+    parser.add_argument("--seeds", default=",".join(map(str, GATE_SEEDS)),
+                        help="The gate's seeds, comma-separated: the only ones it reads.")
     arguments = parser.parse_args(argv)
+    try:
+        seeds = [int(seed) for seed in arguments.seeds.split(",")]
+    except ValueError:
+        parser.error(f"--seeds={arguments.seeds}: give whole numbers separated by commas, such as 0,1.")
     put_report_packages_on_path()
-    decision = decide(os.path.abspath(arguments.output_dir), arguments.planned_seeds)
+    decision = decide(os.path.abspath(arguments.output_dir), arguments.planned_seeds, seeds)
     verdict = "passes" if decision["passed"] else "fails"
     print(f"The gate {verdict}: not shared minus all shared on held-out MLM {decision['gap']:+.4f} (spread "
           f"{decision['spread']:.4f} over {len(decision['differences'])} seeds); {decision['planned_seeds']} seeds "

@@ -36,12 +36,19 @@ def test_a_gap_the_planned_seeds_cannot_resolve_fails_and_names_no_margin(not_sh
     assert not decision["passed"] and decision["masked_lm_margin"] is None and decision["seeds_for_margin"] is None
 
 
-def test_the_gate_reads_the_finished_arms_and_writes_its_decision(tmp_path, capsys):
-    _write_arms(str(tmp_path), {"none": {0: 0.30, 1: 0.31, 2: 0.33}, "all": {0: 0.28, 1: 0.291}})
+def test_the_gate_reads_its_seeds_alone_and_writes_its_decision(tmp_path, capsys):
+    # Seed 2 finished after the gate: read, it would have turned the decision.
+    _write_arms(str(tmp_path), {"none": {0: 0.30, 1: 0.31, 2: 0.20}, "all": {0: 0.28, 1: 0.291, 2: 0.33}})
     gate.main([f"--output_dir={tmp_path}"])
     recorded = json.loads((tmp_path / gate.GATE_NAME).read_text())
     assert recorded["passed"] and set(recorded["differences"]) == {"0", "1"}
     assert capsys.readouterr().out.startswith("The gate passes: not shared minus all shared on held-out MLM +0.0195")
+
+    gate.main([f"--output_dir={tmp_path}", "--seeds=0,1,2"])
+    assert not json.loads((tmp_path / gate.GATE_NAME).read_text())["passed"]
+    with pytest.raises(SystemExit):
+        gate.main([f"--output_dir={tmp_path}", "--seeds=0-2"])
+    assert "--seeds=0-2: give whole numbers separated by commas, such as 0,1." in capsys.readouterr().err
 
 
 def test_a_gate_without_two_paired_seeds_is_one_sentence():
