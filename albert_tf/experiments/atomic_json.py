@@ -17,8 +17,15 @@ from typing import Callable, Optional
 
 
 def read_json(path: str):
+    """The value in the JSON file `path`; a file that is not JSON (edited by hand, half of a merge) raises
+    ValueError in one sentence naming it."""
     with open(path, encoding="utf-8") as handle:
-        return json.load(handle)
+        try:
+            return json.load(handle)
+        except json.JSONDecodeError as error:
+            raise ValueError(f"{path} is damaged: it is not JSON ({error.msg} at line {error.lineno}, column "
+                             f"{error.colno}); restore it from the repository that keeps it, or delete it and rerun "
+                             "to write it again.") from None
 
 
 def write_json(path: str, value, default: Optional[Callable] = float) -> None:

@@ -88,8 +88,13 @@ def decide(output_dir: str, planned_seeds: int = PLANNED_SEEDS,
            seeds: Sequence[int] = GATE_SEEDS) -> Dict[str, object]:
     """Decides the gate of the run in `output_dir` from its finished not-shared and all-shared arms on `seeds`,
     writes gate.json there and returns the decision."""
-    decision = gate_decision(*(_masked_lm_by_seed(output_dir, arm, seeds) for arm in ARMS),
-                             planned_seeds=planned_seeds)
+    not_shared, all_shared = (_masked_lm_by_seed(output_dir, arm, seeds) for arm in ARMS)
+    paired = sorted(set(not_shared) & set(all_shared))
+    if len(paired) < 2:
+        raise ValueError(f"{output_dir} holds finished not-shared and all-shared arms on seeds {paired} of the "
+                         f"gate's {list(seeds)}; the gate needs both on two seeds: train them with "
+                         f"`reproduce_paper --arms=none,all --seeds={','.join(map(str, seeds))}` there first.")
+    decision = gate_decision(not_shared, all_shared, planned_seeds=planned_seeds)
     write_json(os.path.join(output_dir, GATE_NAME), decision)
     return decision
 
@@ -106,7 +111,10 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
     except ValueError:
         parser.error(f"--seeds={arguments.seeds}: give whole numbers separated by commas, such as 0,1.")
     put_report_packages_on_path()
-    decision = decide(os.path.abspath(arguments.output_dir), arguments.planned_seeds, seeds)
+    try:
+        decision = decide(os.path.abspath(arguments.output_dir), arguments.planned_seeds, seeds)
+    except ValueError as error:  # too few finished arms, or a damaged arm_result.json: its sentence says which
+        raise SystemExit(f"error: {error}") from None
     verdict = "passes" if decision["passed"] else "fails"
     print(f"The gate {verdict}: not shared minus all shared on held-out MLM {decision['gap']:+.4f} (spread "
           f"{decision['spread']:.4f} over {len(decision['differences'])} seeds); {decision['planned_seeds']} seeds "

@@ -51,7 +51,11 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
     put_report_packages_on_path()
     # Imported once scipy is on the path: the verdicts import it.
     from albert_tf.experiments.kept_records import write_report_from_records
-    print(PATHS_MARKER + json.dumps(write_report_from_records(output_dir)))
+    try:
+        paths = write_report_from_records(output_dir)
+    except (ValueError, FileNotFoundError) as error:  # a missing or damaged record: its sentence says which
+        raise SystemExit(f"error: {error}") from None
+    print(PATHS_MARKER + json.dumps(paths))
 
 
 if __name__ == "__main__":

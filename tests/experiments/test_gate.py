@@ -51,6 +51,13 @@ def test_the_gate_reads_its_seeds_alone_and_writes_its_decision(tmp_path, capsys
     assert "--seeds=0-2: give whole numbers separated by commas, such as 0,1." in capsys.readouterr().err
 
 
-def test_a_gate_without_two_paired_seeds_is_one_sentence():
+def test_a_gate_without_two_paired_seeds_is_one_sentence(tmp_path):
     with pytest.raises(ValueError, match=r"The gate needs both arms on at least two seeds; they share \[0\]\."):
         gate.gate_decision({0: 0.3}, {0: 0.2, 1: 0.25})
+    _write_arms(str(tmp_path), {"none": {0: 0.30}, "all": {0: 0.28, 1: 0.291}})
+    with pytest.raises(SystemExit) as stopped:
+        gate.main([f"--output_dir={tmp_path}"])
+    assert str(stopped.value) == (
+        f"error: {tmp_path} holds finished not-shared and all-shared arms on seeds [0] of the gate's [0, 1]; the "
+        "gate needs both on two seeds: train them with `reproduce_paper --arms=none,all --seeds=0,1` there first.")
+    assert not (tmp_path / gate.GATE_NAME).exists()

@@ -27,6 +27,7 @@ from albert_tf.experiments.atomic_json import read_json, write_json
 from albert_tf.experiments.verdicts import (MASKED_LM_FAILED, ClaimRules, judge_difference, pretraining_summary,
                                             summary_text)
 from albert_tf.experiments.write_report import REPORT_INPUTS_NAME, write_report_in_child
+from albert_tf.experiments.write_report import main as write_report_main
 from albert_tf.models.sharing import build_sharing_plan
 from albert_tf.training.summaries import write_scalars
 from tests.helpers import REPO_ROOT
@@ -392,6 +393,21 @@ def test_a_report_is_written_from_the_kept_records_alone(tmp_path):
     with pytest.raises(FileNotFoundError, match=f"holds no {REPORT_INPUTS_NAME}, which a reproduction run writes "
                                                 "before its report; rerun reproduce_paper there to write it"):
         write_report_from_records(output_dir)
+
+
+def test_a_damaged_record_stops_the_report_command_in_one_line_naming_it(tmp_path, capsys):
+    output_dir = str(tmp_path / "run")
+    record_report_inputs(output_dir, budget_for("small"), ["sharing"], _kept_sharing_run(output_dir),
+                         {**BASELINES, "downstream/documents": 0.25}, "made up", "no limits")
+    damaged = os.path.join(output_dir, "arms", "sharing", "ffn", "seed1", "arm_result.json")
+    with open(damaged, "w", encoding="utf-8") as handle:
+        handle.write('{"eval": {"masked_lm_accuracy": 0.25,\n<<<<<<< HEAD\n')
+    with pytest.raises(SystemExit) as stopped:
+        write_report_main([f"--output_dir={output_dir}"])
+    assert str(stopped.value) == (f"error: {damaged} is damaged: it is not JSON (Expecting property name enclosed "
+                                  "in double quotes at line 2, column 1); restore it from the repository that keeps "
+                                  "it, or delete it and rerun to write it again.")
+    assert not os.path.exists(os.path.join(output_dir, "REPORT.md"))
 
 
 @pytest.mark.slow
