@@ -10,6 +10,7 @@ from tensorflow.python.eager import context
 from albert_tf import AlbertConfig
 from albert_tf.models.pretrainer import AlbertPretrainer
 from albert_tf.training import pretraining_losses
+from tests import forked_scripts
 from tests.helpers import random_inputs
 
 VOCAB_SIZE = 60
@@ -18,7 +19,7 @@ VOCAB_SIZE = 60
 @pytest.fixture
 def remapping_restored():
     yield
-    tf.config.optimizer.set_experimental_options({"remapping": False})
+    forked_scripts.trace_without_remapping()
 
 
 def _batch():
