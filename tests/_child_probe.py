@@ -2,9 +2,11 @@
 prints what the child saw: run as a test program, it shows where the library's children come from.
 
 `python -m tests._child_probe` prints `PROBE {...}` with its own pid and parent, and its child's parent, whether
-TensorFlow was imported before the child's first line and, if it was, whether Grappler's remapper is on;
+TensorFlow was imported before the child's first line and, if it was, whether Grappler's remapper is on, the
+garbage collector's thresholds and whether it has frozen objects;
 `python -m tests._child_probe child SECONDS` is that child, which also spends SECONDS of CPU time.
 """
+import gc
 import json
 import os
 import sys
@@ -22,6 +24,7 @@ def _child(cpu_seconds):
     if tensorflow_preloaded:
         record["grappler_remapping"] = sys.modules["tensorflow"].config.optimizer.get_experimental_options().get(
             "remapping")
+        record["garbage_collection"] = {"thresholds": list(gc.get_threshold()), "frozen": gc.get_freeze_count() > 0}
     print(MARKER + json.dumps(record))
 
 

@@ -53,6 +53,8 @@ from tests.helpers import make_spm_model
 child_process.start_python = forked_scripts.start_library_child
 # The tests, and the programs forked for them, trace without Grappler's remapper (its fusions change no result).
 forked_scripts.trace_without_remapping()
+# What the imports left is exempt from the garbage collector, whose collections come rarer (the forks' too).
+forked_scripts.collect_garbage_rarely()
 
 # `ALBERT_TF_TEST_CPU_PROFILE=FILE make test` appends a JSON line per test to FILE: its wall seconds, those of its
 # fixtures' setup, the CPU seconds of its worker, the processes it started and the scripts forked for it, its worker

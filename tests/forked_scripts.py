@@ -21,6 +21,7 @@ process without ours), and any program when ALBERT_TF_TEST_FRESH_PROCESSES=1.
 
 import array
 import atexit
+import gc
 import importlib
 import json
 import os
@@ -45,6 +46,8 @@ FRESH_PROCESSES_VARIABLE = "ALBERT_TF_TEST_FRESH_PROCESSES"
 _START_UP_PREFIXES = ("PYTHON", "TF_CPP", "TF_ENABLE", "LD_", "OMP_", "KMP_", "MALLOC_", "KERAS_", "TF_NUM_")
 _PRELOADED_PACKAGES = ("albert_tf", "data_gen")
 _HEADER = struct.Struct("!I")
+# Python's defaults are (700, 10, 10): a young collection every 700 net allocations.
+GARBAGE_COLLECTION_THRESHOLDS = (20000, 10, 10)
 # In the server: the address it listens on for the programs it forked, its environment, and its sockets (which a
 # forked program closes first).
 _program_address = None
@@ -67,6 +70,18 @@ def trace_without_remapping():
     tf.config.optimizer.set_experimental_options({"remapping": False})
 
 
+def collect_garbage_rarely():
+    """Exempts every object alive now (the imported modules) from Python's cyclic garbage collector and makes its
+    collections rarer, in this process and every process it forks.
+
+    Tracing TensorFlow functions leaves many Python objects, and every full collection visited them and the
+    imported modules: 5-10% of a test worker's CPU time, about half of it saved here, at the same peak memory.
+    Objects outside reference cycles are freed as before; cyclic garbage waits longer for its collection.
+    """
+    gc.freeze()
+    gc.set_threshold(*GARBAGE_COLLECTION_THRESHOLDS)
+
+
 def _preload():
     """Imports TensorFlow quietly, then every module of the project's library that imports on its own."""
     with stderr_to_devnull():
@@ -83,6 +98,7 @@ def _preload():
     from tensorflow.python.eager import context
     if context.context_safe() is not None and context.context()._context_handle is not None:
         raise RuntimeError("A preloaded module ran a TensorFlow op: the forked programs would share its allocator.")
+    collect_garbage_rarely()
 
 
 def _send(connection, lock, message, fds=()):

@@ -34,15 +34,17 @@ def test_a_peer_program_and_a_code_string_start_fresh():
 def test_the_library_children_of_a_test_and_of_a_forked_program_fork_from_the_server():
     in_test = run_python_child(["-m", "tests._child_probe", "child", "0"], MARKER, "The probe failed").record
     server_pid = forked_scripts._server._process.pid
-    assert in_test == {"child_ppid": server_pid, "tensorflow_preloaded": True, "grappler_remapping": False}
+    from_server = {"child_ppid": server_pid, "tensorflow_preloaded": True, "grappler_remapping": False,
+                   "garbage_collection": {"thresholds": list(forked_scripts.GARBAGE_COLLECTION_THRESHOLDS),
+                                          "frozen": True}}
+    assert in_test == from_server
 
     cpu_before = forked_scripts.forked_cpu_seconds()
     result = forked_scripts.run(["-m", "tests._child_probe", "0.5"], env=forked_scripts.script_environment(),
                                 timeout=120)
     assert result.returncode == 0, result.stderr[-3000:]
     in_program = json.loads(result.stdout.splitlines()[-1][len(MARKER):])
-    assert in_program == {"child_ppid": server_pid, "tensorflow_preloaded": True, "grappler_remapping": False,
-                          "pid": in_program["pid"], "ppid": server_pid}
+    assert in_program == dict(from_server, pid=in_program["pid"], ppid=server_pid)
     # The program's child is the server's: its CPU time reaches the worker's count all the same.
     deadline = time.monotonic() + 10
     while forked_scripts.forked_cpu_seconds() - cpu_before < 0.5 and time.monotonic() < deadline:
