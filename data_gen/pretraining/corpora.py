@@ -30,6 +30,7 @@ importable names are visited (a directory or file whose name is not a Python ide
 """
 
 import ast
+import functools
 import hashlib
 import logging
 import os
@@ -190,6 +191,18 @@ def package_of(path: str, root: str) -> str:
     return os.path.splitext(os.path.relpath(path, root).split(os.sep)[0])[0]
 
 
+@functools.lru_cache(maxsize=4096)
+def _file_sentences(path: str, size: int, modified_ns: int,
+                    min_words_per_sentence: int) -> Tuple[Tuple[str, ...], ...]:
+    """The sentences of each docstring of the file at `path` (docstring_to_sentences), remembered for as long as
+    the file keeps its size and modification time: a process that writes the corpus again (the tests, a run that
+    prepares several data sets) parses each of the standard library's files once."""
+    del size, modified_ns  # part of the cache key only
+    with open(path, "rb") as handle:
+        return tuple(tuple(docstring_to_sentences(docstring, min_words_per_sentence))
+                     for docstring in iter_docstrings(handle.read()))
+
+
 def iter_sourced_documents(include_site_packages: bool = False, min_words_per_sentence: int = 3,
                            min_sentences_per_document: int = 2,
                            stats: Optional[Dict[str, int]] = None) -> Iterator[Tuple[str, List[str]]]:
@@ -224,15 +237,15 @@ def iter_sourced_documents(include_site_packages: bool = False, min_words_per_se
             _log_progress(index, len(files), start, counts)
         counts["files"] += 1
         try:
-            with open(path, "rb") as handle:
-                docstrings = list(iter_docstrings(handle.read()))
+            status = os.stat(path)
+            docstrings = _file_sentences(path, status.st_size, status.st_mtime_ns, min_words_per_sentence)
         except (OSError, SyntaxError, ValueError, RecursionError, MemoryError) as error:
             counts["unparsable_files"] += 1
             logging.debug("Skipping %s: %s", path, error)
             continue
-        for docstring in docstrings:
+        for docstring_sentences in docstrings:
             counts["docstrings"] += 1
-            sentences = docstring_to_sentences(docstring, min_words_per_sentence)
+            sentences = list(docstring_sentences)
             if len(sentences) < min_sentences_per_document:
                 counts["short_documents"] += 1
                 continue

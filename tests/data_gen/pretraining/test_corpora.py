@@ -241,3 +241,22 @@ def test_a_failed_ram_write_leaves_no_file(tmp_path, monkeypatch, ram_root):
     with pytest.raises(KeyboardInterrupt):
         corpora.write_corpus(f"{ram_root}/corpus/train.txt")
     assert tf.io.gfile.listdir(f"{ram_root}/corpus") == []
+
+
+def test_a_second_pass_reads_again_only_the_files_that_changed(tmp_path, monkeypatch):
+    root = _tiny_module_root(tmp_path)
+    monkeypatch.setattr(corpora, "source_roots", lambda include_site_packages=False: [root])
+    module = tmp_path / "tiny.py"
+    first = corpora.write_corpus(str(tmp_path / "first.txt"))
+    parses = []
+    monkeypatch.setattr(corpora, "iter_docstrings", lambda source: parses.append(source) or iter([]))
+    assert corpora.write_corpus(str(tmp_path / "again.txt")) == first and not parses
+    assert (tmp_path / "again.txt").read_bytes() == (tmp_path / "first.txt").read_bytes()
+
+    # The same size, a later modification time: read again.
+    module.write_text(module.read_text().replace("tiny module", "tidy module"))
+    os.utime(module, ns=(module.stat().st_atime_ns, module.stat().st_mtime_ns + 10**9))
+    monkeypatch.undo()
+    monkeypatch.setattr(corpora, "source_roots", lambda include_site_packages=False: [root])
+    corpora.write_corpus(str(tmp_path / "edited.txt"))
+    assert _read_documents(str(tmp_path / "edited.txt"))[0] == ["The tidy module has prose.", "It has two sentences."]
