@@ -249,14 +249,13 @@ def test_a_second_pass_reads_again_only_the_files_that_changed(tmp_path, monkeyp
     module = tmp_path / "tiny.py"
     first = corpora.write_corpus(str(tmp_path / "first.txt"))
     parses = []
-    monkeypatch.setattr(corpora, "iter_docstrings", lambda source: parses.append(source) or iter([]))
-    assert corpora.write_corpus(str(tmp_path / "again.txt")) == first and not parses
+    with monkeypatch.context() as parsing:
+        parsing.setattr(corpora, "iter_docstrings", lambda source: parses.append(source) or iter([]))
+        assert corpora.write_corpus(str(tmp_path / "again.txt")) == first and not parses
     assert (tmp_path / "again.txt").read_bytes() == (tmp_path / "first.txt").read_bytes()
 
     # The same size, a later modification time: read again.
     module.write_text(module.read_text().replace("tiny module", "tidy module"))
     os.utime(module, ns=(module.stat().st_atime_ns, module.stat().st_mtime_ns + 10**9))
-    monkeypatch.undo()
-    monkeypatch.setattr(corpora, "source_roots", lambda include_site_packages=False: [root])
     corpora.write_corpus(str(tmp_path / "edited.txt"))
     assert _read_documents(str(tmp_path / "edited.txt"))[0] == ["The tidy module has prose.", "It has two sentences."]
