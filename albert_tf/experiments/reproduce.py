@@ -19,6 +19,7 @@ from typing import Dict, List, Mapping, Optional, Sequence
 
 from absl import logging
 
+from albert_tf.config import PRESETS
 from albert_tf.experiments import dropout, embedding_size, layer_transitions, sharing, sop_vs_nsp, speed
 from albert_tf.experiments.budgets import Budget, budget_for
 from albert_tf.experiments.downstream import check_glue_data_dir, downstream_baselines, run_downstream
@@ -138,18 +139,33 @@ def _scale_text(budget, seeds: Sequence[int], corpus: str) -> str:
 
 
 def _limits_text(budget: Budget) -> str:
-    """What the budget's scale cannot show about the paper's claims, for the report's head."""
+    """What the budget's scale can and cannot show about the paper's claims, for the report's head."""
+    model, base = budget.model, PRESETS["albert-base"]
     paper_scale = budget.num_train_steps * budget.train_batch_size >= 125000 * 4096
     scale = ("The model, the data's size and the steps are the paper's; the downstream tasks are not." if paper_scale
-             else "Ours come from a model a fraction of ALBERT-base's size, trained for a small fraction of its "
-                  "125k steps of 4,096 x 512 tokens.")
+             else "Ours come from a model a fraction of ALBERT-base's size "
+                  f"({model['num_hidden_layers']} of its {base['num_hidden_layers']} layers, H={model['hidden_size']} "
+                  f"of its {base['hidden_size']}, {model['num_attention_heads']} of its "
+                  f"{base['num_attention_heads']} heads), trained for a small fraction of its 125k steps of "
+                  "4,096 x 512 tokens.")
+    if budget.downstream_task == "packages":
+        task = (f"a {budget.downstream_packages}-way classification of held-out sentences"
+                + (" with a linear probe beside it" if budget.linear_probe else ""))
+    else:
+        task = "one small classification task"
+    depth = ""
+    if not paper_scale and model["num_hidden_layers"] == base["num_hidden_layers"]:
+        depth = ("At the paper's depth, sharing removes nearly the share of the parameters it removes from "
+                 "ALBERT-base (the sharing table's parameter columns), so which half of a block can be shared is "
+                 "asked as the paper asks it, at this width and this many tokens per parameter; whether the answer "
+                 "carries to ALBERT-base's width is beyond this run. ")
     return (f"The paper's figures are downstream averages over GLUE, SQuAD and RACE. {scale} Our numbers are held-out "
-            "pretraining accuracies and one small classification task (two GLUE tasks with --glue_data_dir). Most "
-            "of the paper's gaps are about a point of downstream average, and such a gap need not show in these "
-            "numbers: 'inside the noise' says this run could not resolve a difference, not that the paper's claim "
-            "is false, and 'holds' says its direction appears here, not its size. The claims about the largest "
-            "models (dropout on ALBERT-xxlarge after 1M steps) and about training on TPUs at batch 4,096 (Table 2's "
-            "speedups) are beyond this run; their sections say what was measured instead.")
+            f"pretraining accuracies and {task} (and two GLUE tasks with --glue_data_dir). {depth}Most of the "
+            "paper's gaps are about a point of downstream average, and such a gap need not show in these numbers: "
+            "'inside the noise' says this run could not resolve a difference, not that the paper's claim is false, "
+            "and 'holds' says its direction appears here, not its size. The claims about the largest models (dropout "
+            "on ALBERT-xxlarge after 1M steps) and about training on TPUs at batch 4,096 (Table 2's speedups) are "
+            "beyond this run; their sections say what was measured instead.")
 
 
 def _majority_baselines(data: PretrainingData, budget: Budget) -> Dict[str, float]:

@@ -71,9 +71,15 @@ def test_the_full_budget_starts_training(tmp_path):
 
 
 def test_the_report_says_what_each_budgets_scale_cannot_show():
-    full, small = _limits_text(FULL), _limits_text(budget_for("small"))
+    full, small, medium = _limits_text(FULL), _limits_text(budget_for("small")), _limits_text(budget_for("medium"))
     assert "The model, the data's size and the steps are the paper's; the downstream tasks are not." in full
-    assert "fraction of ALBERT-base's size" in small and "the steps are the paper's" not in small
-    for text in (full, small):
+    assert "fraction of ALBERT-base's size (4 of its 12 layers, H=256 of its 768, 4 of its 12 heads)" in small
+    assert "the steps are the paper's" not in small and "At the paper's depth" not in small
+    assert "one small classification task (and two GLUE tasks with --glue_data_dir)" in small
+    # The medium budget has the paper's depth: it asks the sharing question as the paper does, at its own width.
+    assert "(12 of its 12 layers, H=128 of its 768, 2 of its 12 heads)" in medium
+    assert "a 20-way classification of held-out sentences with a linear probe beside it" in medium
+    assert "At the paper's depth, sharing removes nearly the share of the parameters" in medium
+    for text in (full, small, medium):
         assert "'inside the noise' says this run could not resolve a difference, not that the paper's claim is false" \
             in text
