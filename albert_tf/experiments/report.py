@@ -22,6 +22,7 @@ import numpy as np
 from albert_tf.experiments.atomic_json import write_json
 from albert_tf.experiments.learning_curves import experiment_curves, plot_learning_curves
 from albert_tf.experiments.plotting import PANEL_TITLE_FONT_SIZE, panels
+from albert_tf.experiments.training_costs import training_costs_text
 from albert_tf.experiments.verdicts import MIN_SEEDS, NON_INFERIORITY_TEST, POWER, SIGNIFICANCE
 
 REPORT_NAME = "REPORT.md"
@@ -163,10 +164,10 @@ def _verdicts_text(family_size: int, margins_note: str) -> str:
 
 
 def report_text(sections: Sequence[Mapping[str, object]], scale: str, baselines: Mapping[str, float],
-                limits: str = "", family_size: int = 0, margins_note: str = "") -> str:
+                limits: str = "", family_size: int = 0, margins_note: str = "", costs: str = "") -> str:
     """The Markdown report: the scale, what it cannot show (`limits`), the majority baselines, how the claims are
     judged (a family of `family_size` tests), every claim's verdict in one table, then one table, its verdicts and
-    its plots per experiment."""
+    its plots per experiment, and last what each training cost (`costs`, training_costs_text)."""
     lines = ["# Reproducing ALBERT's claims", "", f"**Scale.** {scale}", ""]
     if limits:
         lines += [f"**What this scale cannot show.** {limits}", ""]
@@ -191,6 +192,11 @@ def report_text(sections: Sequence[Mapping[str, object]], scale: str, baselines:
         for plot in section.get("plots", []):
             lines += ["", f"![{section['title']}]({plot})"]
         lines.append("")
+    if costs:
+        lines += ["## What the trainings cost", "", "From each training's record (its arm_result.json): the wall "
+                  "time and steps/s of the sittings that trained it, and the share of the machine's CPU that other "
+                  "processes (a test suite, another run) took meanwhile, which slows a training down. A sitting "
+                  "from before the records were kept is missing, and so are its steps.", "", costs, ""]
     return "\n".join(lines)
 
 
@@ -321,7 +327,8 @@ def write_report(output_dir: str, sections: Sequence[Dict[str, object]], results
                                  caption)
     report_path = os.path.join(output_dir, REPORT_NAME)
     with open(report_path, "w", encoding="utf-8") as handle:
-        handle.write(report_text(sections, scale, baselines, limits, family_size, margins_note))
+        handle.write(report_text(sections, scale, baselines, limits, family_size, margins_note,
+                                 training_costs_text(results) if results else ""))
     arms: Dict[str, Dict[str, Dict[str, object]]] = {}
     for key, result in results.items():
         experiment, arm, seed = key.split("/")

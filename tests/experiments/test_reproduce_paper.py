@@ -91,8 +91,11 @@ def test_smoke_budget_on_a_corpus_stops_on_sigterm_resumes_writes_every_table_pl
                   "| dropout | paper downstream avg |", "## Speed and memory (paper Table 2)",
                   "| model | paper params | paper speedup |", "tiny shapes: the models' widths / 32",
                   f"corpus: {corpus}", "**What this scale cannot show.** The paper's figures are downstream averages",
-                  "Ours come from a model a fraction of ALBERT-base's size"):
+                  "Ours come from a model a fraction of ALBERT-base's size", "## What the trainings cost",
+                  "| training | seed | CPU | compile path | sittings | steps recorded |"):
         assert title in report
+    # The arm the SIGTERM stopped trained in two sittings, which its row of the costs table sums.
+    assert re.search(r"\n\| sharing/attention \| 3 \| [^|]+ \| TensorFlow's own kernels \| 2 \| 40 \| ", report)
     assert "| 1 | 2 | none (the not-shared arm, reused) |" in report
     assert "| 2 | 1 | all (the all-shared arm, reused) |" in report
     for plot in ("sharing_accuracy.png", "sop_vs_nsp_accuracy.png", "layer_transitions_curves.png",
