@@ -27,6 +27,21 @@ PANEL_TITLE_FONT_SIZE = 10
 LEGEND_FONT_SIZE = 9
 
 
+def _fit_to_width(figure, text: str, font_size: float) -> str:
+    """`text` wrapped at the most characters a line whose rendered width fits inside `figure` at `font_size` (a
+    CPU model's name and parentheses are wider than an average character, so a count per inch overflowed)."""
+    renderer = figure.canvas.get_renderer()
+    limit = 0.96 * figure.bbox.width
+    for characters in range(len(text), 9, -1):
+        wrapped = textwrap.fill(text, width=characters)
+        probe = figure.text(0, 0, wrapped, fontsize=font_size)
+        fits = probe.get_window_extent(renderer).width <= limit
+        probe.remove()
+        if fits:
+            return wrapped
+    return textwrap.fill(text, width=10)
+
+
 @contextlib.contextmanager
 def panels(path: str, title: str, axis_labels: Sequence[Tuple[str, str]], panel_size: Tuple[float, float] = (4, 3.2),
            ylabel_font_size: Optional[float] = None, legend_title: Optional[str] = None,
@@ -64,9 +79,8 @@ def panels(path: str, title: str, axis_labels: Sequence[Tuple[str, str]], panel_
                 fits = int(11 * width * columns / (max(len(label) for label in handles) + 8))
                 figure.legend(handles.values(), handles.keys(), loc="outside lower center",
                               ncol=max(1, min(len(handles), fits)), **legend)
-        # About 14 characters of the title's font to an inch.
-        note = textwrap.fill(note, width=int(14 * width * columns)) if note else ""
-        figure.suptitle(f"{title}\n{note}" if note else title, fontsize=TITLE_FONT_SIZE)
+        lines = [_fit_to_width(figure, line, TITLE_FONT_SIZE) for line in (title, note) if line]
+        figure.suptitle("\n".join(lines), fontsize=TITLE_FONT_SIZE)
         figure.savefig(path, dpi=DPI)
     finally:
         plt.close(figure)

@@ -45,6 +45,20 @@ def test_panels_label_every_axis_and_save_a_small_png_with_one_legend_below_the_
     assert plt.get_fignums() == open_before
 
 
+def test_a_caption_wider_than_the_figure_wraps_inside_it(tmp_path):
+    caption = ("Ours trained on AMD EPYC (family 26, model 2), Intel(R) Xeon(R) Processor (family 6, model 207) "
+               "(2026-12-04 to 2026-12-05).")
+    with panels(str(tmp_path / "captioned.png"), "Cross-layer sharing (paper Table 4): learning curves",
+                [("step", "accuracy"), ("step", "loss")], panel_size=(4.2, 3.4), note=caption) as axes:
+        figure = axes[0].figure
+    (title,) = figure.texts
+    lines = title.get_text().split("\n")
+    assert lines[0] == "Cross-layer sharing (paper Table 4): learning curves"
+    assert len(lines) >= 3 and " ".join(lines[1:]) == caption
+    box, page = title.get_window_extent(_renderer(figure)), figure.bbox
+    assert page.x0 <= box.x0 and box.x1 <= page.x1
+
+
 def test_a_grid_puts_its_legend_in_the_first_free_cell(tmp_path):
     with panels(str(tmp_path / "grid.png"), "Grid", [("x", "y")] * 3, columns=2) as axes:
         for axis in axes:
