@@ -120,17 +120,28 @@ def majority_baseline(labels: Sequence[object]) -> float:
     return max(labels.count(label) for label in set(labels)) / len(labels) if labels else 0.0
 
 
+def _dev_labels(data: PretrainingData, budget: Budget, glue_data_dir: Optional[str]) -> Dict[str, List[object]]:
+    """Per task ("downstream/<task>"), the labels of its dev set (the probe's are its task's)."""
+    dev = [example.label for example in labeled_text.read_examples(
+        _classification_file(data, budget.downstream_task, "dev"), _DOCUMENT_SCHEMA)]
+    labels = {f"{DOWNSTREAM_DIR_NAME}/{name}": dev for name in downstream_tasks(budget, None)}
+    for name in (GLUE_TASKS if glue_data_dir else ()):
+        labels[f"{DOWNSTREAM_DIR_NAME}/{name}"] = [
+            example.label for example in glue_data.read_examples(glue_data_dir, glue_data.get_task(name),
+                                                                 SCORE_SPLITS[name])]
+    return labels
+
+
 def downstream_baselines(data: PretrainingData, budget: Budget, glue_data_dir: Optional[str]) -> Dict[str, float]:
     """Per task, the dev accuracy of always predicting its most frequent label ({"downstream/<task>": value}; the
     probe's is its task's), once `run_downstream` has written the classification set."""
-    task = budget.downstream_task
-    dev = labeled_text.read_examples(_classification_file(data, task, "dev"), _DOCUMENT_SCHEMA)
-    baselines = {f"{DOWNSTREAM_DIR_NAME}/{name}": majority_baseline(example.label for example in dev)
-                 for name in downstream_tasks(budget, None)}
-    for name in (GLUE_TASKS if glue_data_dir else ()):
-        examples = glue_data.read_examples(glue_data_dir, glue_data.get_task(name), SCORE_SPLITS[name])
-        baselines[f"{DOWNSTREAM_DIR_NAME}/{name}"] = majority_baseline(example.label for example in examples)
-    return baselines
+    return {task: majority_baseline(labels) for task, labels in _dev_labels(data, budget, glue_data_dir).items()}
+
+
+def downstream_dev_sizes(data: PretrainingData, budget: Budget, glue_data_dir: Optional[str]) -> Dict[str, int]:
+    """Per task ("downstream/<task>"), how many examples its dev set holds: what bounds the precision of its
+    accuracy, once `run_downstream` has written the classification set."""
+    return {task: len(labels) for task, labels in _dev_labels(data, budget, glue_data_dir).items()}
 
 
 def _finetuning_options(output_dir: str, arm: Arm, arm_dir: str, budget: Budget, data: PretrainingData,

@@ -69,4 +69,4 @@ def write_report_from_records(output_dir: str) -> Dict[str, str]:
         else:
             sections.append(_section(name, results, inputs["baselines"], rules))
     return write_report(output_dir, sections, results, inputs["scale"], inputs["baselines"], inputs["limits"],
-                        inputs["non_inferiority_margins_note"])
+                        inputs["non_inferiority_margins_note"], inputs.get("downstream_dev_sizes", {}))

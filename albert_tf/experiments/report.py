@@ -12,6 +12,7 @@ Example:
 True
 """
 
+import math
 import os
 from typing import Dict, List, Mapping, Optional, Sequence
 
@@ -163,11 +164,38 @@ def _verdicts_text(family_size: int, margins_note: str) -> str:
             "its majority baseline is not judged.")
 
 
+def dev_sets_text(dev_sizes: Mapping[str, int], results: Mapping[str, Mapping[str, object]]) -> str:
+    """For each downstream task of `dev_sizes` ({"downstream/<task>": examples}) that `results` scored: its dev
+    set's size and the binomial sd of an accuracy at the trainings' mean, what the dev set's size alone allows.
+
+    Example:
+    >>> dev_sets_text({"downstream/packages": 3492}, {"sharing/none/seed0": {"downstream": {"packages": {
+    ...     "accuracy": 0.35}}}}).split(": ", 1)[1]
+    'packages, 3,492 examples (at the mean accuracy 0.350, binomial sd 0.008).'
+    """
+    parts = []
+    for key, size in sorted(dev_sizes.items()):
+        task = key.split("/", 1)[1]
+        accuracies = [float(result["downstream"][task]["accuracy"]) for name, result in results.items()
+                      if result.get("trained_as", name) == name and task in result.get("downstream", {})]
+        if accuracies and size > 0:
+            mean = sum(accuracies) / len(accuracies)
+            parts.append(f"{task}, {size:,} examples (at the mean accuracy {mean:.3f}, binomial sd "
+                         f"{math.sqrt(mean * (1 - mean) / size):.3f})")
+    if not parts:
+        return ""
+    return ("**Downstream dev sets.** The binomial sd, sqrt(p(1 - p) / n), is what the dev set's size alone puts on "
+            "an accuracy; a seed spread far above it comes from the fine-tuning and the pretraining, not from the "
+            "dev set: " + "; ".join(parts) + ".")
+
+
 def report_text(sections: Sequence[Mapping[str, object]], scale: str, baselines: Mapping[str, float],
-                limits: str = "", family_size: int = 0, margins_note: str = "", costs: str = "") -> str:
-    """The Markdown report: the scale, what it cannot show (`limits`), the majority baselines, how the claims are
-    judged (a family of `family_size` tests), every claim's verdict in one table, then one table, its verdicts and
-    its plots per experiment, and last what each training cost (`costs`, training_costs_text)."""
+                limits: str = "", family_size: int = 0, margins_note: str = "", costs: str = "",
+                dev_sets: str = "") -> str:
+    """The Markdown report: the scale, what it cannot show (`limits`), the majority baselines, the downstream dev
+    sets (`dev_sets`, dev_sets_text), how the claims are judged (a family of `family_size` tests), every claim's
+    verdict in one table, then one table, its verdicts and its plots per experiment, and last what each training
+    cost (`costs`, training_costs_text)."""
     lines = ["# Reproducing ALBERT's claims", "", f"**Scale.** {scale}", ""]
     if limits:
         lines += [f"**What this scale cannot show.** {limits}", ""]
@@ -179,6 +207,8 @@ def report_text(sections: Sequence[Mapping[str, object]], scale: str, baselines:
                   f"{baselines.get('sop_pure', float('nan')):.3f} and NSP "
                   f"{baselines.get('nsp_pure', float('nan')):.3f}. A run at or below the baseline of what it trained "
                   "on is reported as failed, not as a result.", ""]
+    if dev_sets:
+        lines += [dev_sets, ""]
     lines += [_verdicts_text(family_size, margins_note), ""]
     if any(section["claims"] for section in sections):
         lines += ["## Verdicts", "", verdict_table(sections), ""]
@@ -307,9 +337,10 @@ def provenance_text(results: Mapping[str, Mapping[str, object]]) -> str:
 
 def write_report(output_dir: str, sections: Sequence[Dict[str, object]], results: Mapping[str, object],
                  scale: str, baselines: Mapping[str, float], limits: str = "",
-                 margins_note: str = "") -> Dict[str, str]:
+                 margins_note: str = "", dev_sizes: Optional[Mapping[str, int]] = None) -> Dict[str, str]:
     """Writes the plots, REPORT.md and results.json (arm -> seed -> metric, what was measured without training
-    (the speed experiment's models), and per claim the numbers used, Holm-adjusted over the family)."""
+    (the speed experiment's models), and per claim the numbers used, Holm-adjusted over the family); `dev_sizes`,
+    the examples of each downstream dev set, for the report's paragraph on them."""
     family_size = adjust_for_the_family(sections)
     for section in sections:
         own = {key: result for key, result in results.items() if key.startswith(section["name"] + "/")}
@@ -328,7 +359,8 @@ def write_report(output_dir: str, sections: Sequence[Dict[str, object]], results
     report_path = os.path.join(output_dir, REPORT_NAME)
     with open(report_path, "w", encoding="utf-8") as handle:
         handle.write(report_text(sections, scale, baselines, limits, family_size, margins_note,
-                                 training_costs_text(results) if results else ""))
+                                 training_costs_text(results) if results else "",
+                                 dev_sets_text(dev_sizes or {}, results)))
     arms: Dict[str, Dict[str, Dict[str, object]]] = {}
     for key, result in results.items():
         experiment, arm, seed = key.split("/")

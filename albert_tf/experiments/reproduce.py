@@ -22,7 +22,8 @@ from absl import logging
 from albert_tf.config import PRESETS
 from albert_tf.experiments import dropout, embedding_size, layer_transitions, sharing, sop_vs_nsp, speed
 from albert_tf.experiments.budgets import Budget, budget_for
-from albert_tf.experiments.downstream import check_glue_data_dir, downstream_baselines, run_downstream
+from albert_tf.experiments.downstream import (check_glue_data_dir, downstream_baselines, downstream_dev_sizes,
+                                              run_downstream)
 from albert_tf.experiments.atomic_json import read_json, write_json
 from albert_tf.experiments.learning_rate import choose_learning_rate, learning_rate_section
 from albert_tf.experiments.pretraining_data import PretrainingData, prepare_pretraining_data
@@ -202,7 +203,7 @@ def _run_reproduction(options: ReproduceOptions) -> Dict[str, str]:
         raise ValueError(f"--arms={','.join(options.arms)} names no arm of --experiment="
                          f"{','.join(options.experiments)} at --budget={options.budget}.")
     check_run_identity(output_dir, options)
-    results, baselines, learning_rate_choice = {}, {}, {}
+    results, baselines, learning_rate_choice, dev_sizes = {}, {}, {}, {}
     # Only the experiments that train need the data; speed alone needs no corpus.
     if arms:
         with stopped_during("the data preparation"):
@@ -228,6 +229,7 @@ def _run_reproduction(options: ReproduceOptions) -> Dict[str, str]:
                                               options.jit_compile).items():
                 results[key]["downstream"] = scores
             baselines.update(downstream_baselines(data, budget, options.glue_data_dir))
+            dev_sizes = downstream_dev_sizes(data, budget, options.glue_data_dir)
     for name in names:
         if name in MEASUREMENTS:
             with stopped_during(f"the {name} measurements"):
@@ -236,7 +238,8 @@ def _run_reproduction(options: ReproduceOptions) -> Dict[str, str]:
     with stopped_during("the writing of the report"):
         record_report_inputs(output_dir, budget, names, results, baselines,
                              _scale_text(budget, options.seeds, corpus), _limits_text(budget),
-                             learning_rate_section(learning_rate_choice) if learning_rate_choice else None)
+                             learning_rate_section(learning_rate_choice) if learning_rate_choice else None,
+                             dev_sizes)
         paths = write_report_in_child(output_dir)
     logging.info("Report: %s", paths["report"])
     return paths

@@ -7,7 +7,8 @@ import random
 import pytest
 
 from albert_tf.experiments.budgets import SMOKE
-from albert_tf.experiments.downstream import downstream_baselines, prepare_classification, run_downstream
+from albert_tf.experiments.downstream import (downstream_baselines, downstream_dev_sizes, prepare_classification,
+                                              run_downstream)
 from albert_tf.experiments.pretraining_data import prepare_pretraining_data
 from albert_tf.experiments.reproduce import ReproduceOptions, run_reproduction
 from albert_tf.experiments.runner import arm_directory, run_arms
@@ -63,6 +64,9 @@ def test_an_arm_is_fine_tuned_on_every_task_once_and_a_rerun_keeps_the_runs(tmp_
     assert downstream_baselines(data, BUDGET, glue_dir) == {"downstream/documents": pytest.approx(1 / 3),
                                                     "downstream/sst-2": pytest.approx(0.5),
                                                     "downstream/mnli": pytest.approx(0.5)}
+    documents_dev = sum(1 for _ in open(os.path.join(data.document_classification_dir, "dev.tsv"))) - 1
+    assert downstream_dev_sizes(data, BUDGET, glue_dir) == {"downstream/documents": documents_dev,
+                                                            "downstream/sst-2": 6, "downstream/mnli": 4}
 
     checkpoint = os.path.join(run_dir, "sst-2", f"ckpt-{BUDGET.finetune_steps}.index")
     written = os.path.getmtime(checkpoint)
@@ -111,3 +115,5 @@ def test_the_package_classification_is_fine_tuned_by_epochs_and_probed_on_frozen
     baselines = downstream_baselines(data, budget, None)
     assert set(baselines) == {"downstream/packages", "downstream/packages_probe"}
     assert baselines["downstream/packages"] == baselines["downstream/packages_probe"] >= 1 / 3
+    assert downstream_dev_sizes(data, budget, None) == {"downstream/packages": dev_examples,
+                                                        "downstream/packages_probe": dev_examples}

@@ -94,6 +94,8 @@ def test_smoke_budget_on_a_corpus_stops_on_sigterm_resumes_writes_every_table_pl
                   "Ours come from a model a fraction of ALBERT-base's size", "## What the trainings cost",
                   "| training | seed | CPU | compile path | sittings | steps recorded |"):
         assert title in report
+    assert re.search(r"\n\*\*Downstream dev sets\.\*\* .*: documents, \d+ examples \(at the mean accuracy "
+                     r"0\.\d{3}, binomial sd 0\.\d{3}\)\.\n", report)
     # The arm the SIGTERM stopped trained in two sittings, which its row of the costs table sums.
     assert re.search(r"\n\| sharing/attention \| 3 \| [^|]+ \| TensorFlow's own kernels \| 2 \| 40 \| ", report)
     assert "| 1 | 2 | none (the not-shared arm, reused) |" in report

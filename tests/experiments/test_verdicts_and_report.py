@@ -18,7 +18,7 @@ import tensorflow as tf
 from albert_tf.experiments import layer_transitions, sharing, sop_vs_nsp
 from albert_tf.experiments.kept_records import write_report_from_records
 from albert_tf.experiments.learning_curves import experiment_curves, training_curve
-from albert_tf.experiments.report import report_text, verdict_table, write_report
+from albert_tf.experiments.report import dev_sets_text, report_text, verdict_table, write_report
 from albert_tf.experiments.report_inputs import record_report_inputs
 from albert_tf.experiments.reproduce import experiment_names
 from albert_tf.experiments.significance import detectable_difference
@@ -232,6 +232,23 @@ def test_the_report_has_every_table_plot_and_results_key(tmp_path):
     one_seed = _results({arm: [0.2] for arm in mlm})
     assert "cannot be judged (1 seed, 3 needed)" in report_text([sharing.sharing_section(one_seed, BASELINES)],
                                                                 scale="made up", baselines=BASELINES)
+
+
+def test_the_dev_sets_paragraph_gives_each_scored_tasks_binomial_sd_at_the_trainings_mean_accuracy():
+    def scored(accuracy, **more):
+        return {"downstream": {"packages": {"accuracy": accuracy}, "packages_probe": {"accuracy": 0.5}}, **more}
+
+    # A reused training counts once; a task that no training scored (sst-2) is left out.
+    results = {"sharing/none/seed0": scored(0.2), "sharing/all/seed0": scored(0.4),
+               "dropout/dropout0/seed0": scored(0.4, trained_as="sharing/all/seed0")}
+    text = dev_sets_text({"downstream/packages": 400, "downstream/packages_probe": 400, "downstream/sst-2": 872},
+                         results)
+    assert text.endswith(f": packages, 400 examples (at the mean accuracy 0.300, binomial sd "
+                         f"{math.sqrt(0.3 * 0.7 / 400):.3f}); packages_probe, 400 examples (at the mean accuracy "
+                         f"0.500, binomial sd {math.sqrt(0.25 / 400):.3f}).")
+    assert dev_sets_text({}, results) == "" and dev_sets_text({"downstream/sst-2": 872}, results) == ""
+    report = report_text([], scale="tiny", baselines=BASELINES, dev_sets=text)
+    assert report.index("**Majority baselines.**") < report.index(text) < report.index("**Verdicts.**")
 
 
 def test_unknown_experiments_are_named():
