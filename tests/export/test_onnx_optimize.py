@@ -27,6 +27,7 @@ from albert_tf.models.encoder import INPUT_NAMES
 from albert_tf.tasks.classification_functions import classification_serving_fn
 from albert_tf.tokenization import AlbertTokenizer
 from tests.helpers import REPO_ROOT, randomize, run_script, tiny_config
+from tests.shared_builds import build_once, run_root
 
 NUM_LAYERS = 4
 MODEL_SIZES = dict(hidden_size=128, intermediate_size=256, embedding_size=32, num_attention_heads=4,
@@ -102,16 +103,21 @@ def _skip_without_onnx_extra():
 def encoder_export(tmp_path_factory, spm_model_file):
     """The tiny encoder's SavedModel and what `export_mobile --onnx --onnx_optimize` wrote beside it."""
     _skip_without_onnx_extra()
-    vocab_size = AlbertTokenizer(spm_model_file=spm_model_file).vocab_size
-    model = randomize(AlbertPretrainer(tiny_config(vocab_size=vocab_size, **MODEL_SIZES)))
-    encoder_dir = export_encoder(model, str(tmp_path_factory.mktemp("onnx_optimize") / "encoder"), spm_model_file)
-    python_path = os.pathsep.join(filter(None, [ONNX_PACKAGES, os.environ.get("PYTHONPATH")]))
-    result = run_script("export_mobile", f"--saved_model_dir={encoder_dir}", "--onnx", "--onnx_optimize",
-                        PYTHONPATH=python_path)
-    assert result.returncode == 0, result.stderr[-3000:]
-    exported = onnx_path(encoder_dir)
-    return {"dir": encoder_dir, "onnx": exported, "optimized": optimized_onnx_path(exported), "vocab_size": vocab_size,
-            "parameter_bytes": 4 * model.encoder.count_params()}
+
+    def build(directory):
+        vocab_size = AlbertTokenizer(spm_model_file=spm_model_file).vocab_size
+        model = randomize(AlbertPretrainer(tiny_config(vocab_size=vocab_size, **MODEL_SIZES)))
+        encoder_dir = export_encoder(model, os.path.join(directory, "encoder"), spm_model_file)
+        python_path = os.pathsep.join(filter(None, [ONNX_PACKAGES, os.environ.get("PYTHONPATH")]))
+        result = run_script("export_mobile", f"--saved_model_dir={encoder_dir}", "--onnx", "--onnx_optimize",
+                            PYTHONPATH=python_path)
+        assert result.returncode == 0, result.stderr[-3000:]
+        exported = onnx_path(encoder_dir)
+        return {"dir": encoder_dir, "onnx": exported, "optimized": optimized_onnx_path(exported),
+                "vocab_size": vocab_size, "parameter_bytes": 4 * model.encoder.count_params()}
+
+    return build_once(run_root(tmp_path_factory), "onnx_optimize_encoder", build,
+                      str(tmp_path_factory.mktemp("onnx_optimize") / "copy"))
 
 
 @pytest.mark.slow
@@ -191,18 +197,23 @@ def test_the_int8_model_runs_near_the_float_model(encoder_export):
 def classifier_export(tmp_path_factory):
     """A tiny random classifier's serving SavedModel, its ONNX model and that model optimized."""
     _skip_without_onnx_extra()
-    model = AlbertClassifier(tiny_config(vocab_size=CLASSIFIER_VOCAB_SIZE,
-                                         **dict(MODEL_SIZES, num_hidden_layers=CLASSIFIER_LAYERS)),
-                             num_labels=2, dropout_rate=0.0)
-    model({name: tf.zeros([1, 2], tf.int32) for name in INPUT_NAMES}, training=False)
-    randomize(model)
-    sequence = tf.TensorSpec([None, None], tf.int32)
-    export_dir = export_saved_model(model, {name: sequence for name in INPUT_NAMES}, classification_serving_fn,
-                                    str(tmp_path_factory.mktemp("onnx_optimize_classifier") / "classifier"))
-    exported = convert_to_onnx(export_dir)
-    optimized, counts = optimize_onnx(exported)
-    return {"dir": export_dir, "onnx": exported, "optimized": optimized, "counts": counts,
-            "parameter_bytes": 4 * model.count_params(), "hidden_size": MODEL_SIZES["hidden_size"]}
+
+    def build(directory):
+        model = AlbertClassifier(tiny_config(vocab_size=CLASSIFIER_VOCAB_SIZE,
+                                             **dict(MODEL_SIZES, num_hidden_layers=CLASSIFIER_LAYERS)),
+                                 num_labels=2, dropout_rate=0.0)
+        model({name: tf.zeros([1, 2], tf.int32) for name in INPUT_NAMES}, training=False)
+        randomize(model)
+        sequence = tf.TensorSpec([None, None], tf.int32)
+        export_dir = export_saved_model(model, {name: sequence for name in INPUT_NAMES}, classification_serving_fn,
+                                        os.path.join(directory, "classifier"))
+        exported = convert_to_onnx(export_dir)
+        optimized, counts = optimize_onnx(exported)
+        return {"dir": export_dir, "onnx": exported, "optimized": optimized, "counts": counts,
+                "parameter_bytes": 4 * model.count_params(), "hidden_size": MODEL_SIZES["hidden_size"]}
+
+    return build_once(run_root(tmp_path_factory), "onnx_optimize_classifier", build,
+                      str(tmp_path_factory.mktemp("onnx_optimize_classifier") / "copy"))
 
 
 def _weight_slices(model):
