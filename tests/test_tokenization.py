@@ -109,7 +109,7 @@ def test_digit_comma_inside_a_word_keeps_the_added_word_start_as_the_original(di
 
 def test_digit_comma_inside_a_word_drops_the_added_word_start_on_request(digit_comma_model_file):
     sp_model = spm.SentencePieceProcessor(model_file=digit_comma_model_file)
-    # Hugging Face's rule, and this project's until issue 20: the piece did not start a word, so the "▁" goes.
+    # Hugging Face's rule (drop_added_marker): the piece did not start a word, so the "▁" goes.
     assert encode_pieces(sp_model, "x1990,", "drop_added_marker") == ["▁", "x", "1", "9", "9", "0", ","]
     tokenizer = AlbertTokenizer(spm_model_file=digit_comma_model_file, digit_comma_rule="drop_added_marker")
     assert tokenizer.tokenize("x1990,") == ["▁", "x", "1", "9", "9", "0", ","]

@@ -1,4 +1,4 @@
-"""The deployment artifact of a fine-tuned classifier (issue 49): the one the serve workload finds fastest on this
+"""The deployment artifact of a fine-tuned classifier: the one the serve workload finds fastest on this
 CPU among those whose dev accuracy stays within the drop the user accepts.
 
 `choose_deployment` runs the serve workload (serving.py: its artifacts, each row in its own process) on our rows

@@ -1,4 +1,4 @@
-"""The `serve` workload (issue 49): a sequence classifier served on the CPU by every path a user would deploy, ours
+"""The `serve` workload: a sequence classifier served on the CPU by every path a user would deploy, ours
 beside Hugging Face's, on the same weights and inputs.
 
 The model: AlbertClassifier with 2 labels of the benchmark's config (ALBERT-base's shape by default), its own
