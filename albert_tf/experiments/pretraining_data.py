@@ -101,9 +101,11 @@ def data_record(data_dir: str, paths: Sequence[str], include_site_packages: bool
             "python": platform.python_version(), "packages": packages}
 
 
-def check_data_record(data_dir: str, record: Dict[str, object]) -> None:
+def check_data_record(data_dir: str, record: Dict[str, object], built_in_corpus: bool = False) -> None:
     """Writes `record` (data_record's) as `data_dir`/data_record.json, or fails when the one there differs: the
-    data was written again (on another machine, say) and is not what the kept results were trained on.
+    data was written again (on another machine, say) and is not what the kept results were trained on. A rerun
+    keeps the data files it finds, so the error asks for them to be deleted; with `built_in_corpus` (made of the
+    checkout's own docstrings, among others) it names the checkout as a cause too.
 
     Example:
     >>> import tempfile
@@ -113,7 +115,8 @@ def check_data_record(data_dir: str, record: Dict[str, object]) -> None:
     Traceback (most recent call last):
     ...
     ValueError: The data written in ... differs from the data its results were trained on (.../data_record.json): \
-a.txt; give another --output_dir, or write the same data: on Python 3.11.7.
+a.txt; give another --output_dir, or write the same data (delete everything in ... but data_record.json, then \
+rerun): on Python 3.11.7.
     """
     path = os.path.join(data_dir, DATA_RECORD_NAME)
     if not os.path.exists(path):
@@ -134,9 +137,12 @@ a.txt; give another --output_dir, or write the same data: on Python 3.11.7.
         causes.append("with the packages " + ", ".join(changed_packages))
     if added_packages:
         causes.append("without " + ", ".join(added_packages))
+    if built_in_corpus:
+        causes.append("from a checkout of the commit that started the run (the built-in corpus holds the checkout's "
+                      "docstrings; each arm_result.json names the commit under trained_by)")
     raise ValueError(f"The data written in {data_dir} differs from the data its results were trained on ({path}): "
-                     f"{', '.join(differing)}; give another --output_dir, or write the same data: "
-                     f"{'; '.join(causes)}.")
+                     f"{', '.join(differing)}; give another --output_dir, or write the same data (delete everything "
+                     f"in {data_dir} but {DATA_RECORD_NAME}, then rerun): {'; '.join(causes)}.")
 
 
 def prepare_pretraining_data(data_dir: str, budget: Budget, corpus_files: Optional[Sequence[str]] = None,
@@ -183,6 +189,7 @@ def prepare_pretraining_data(data_dir: str, budget: Budget, corpus_files: Option
     check_data_record(data_dir, data_record(
         data_dir, [train_text, holdout_text, *recorded_packages, spm_model_file,
                    *(shard for pattern in train_patterns.values() for shard in pattern.split(",")),
-                   *eval_shards, *pure_eval_patterns.values()], include_site_packages and not corpus_files))
+                   *eval_shards, *pure_eval_patterns.values()], include_site_packages and not corpus_files),
+        built_in_corpus=not corpus_files)
     return PretrainingData(spm_model_file, train_patterns, ",".join(eval_shards), pure_eval_patterns, holdout_text,
                            os.path.join(data_dir, "downstream", "documents"), holdout_packages)

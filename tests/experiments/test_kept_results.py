@@ -41,8 +41,15 @@ def test_data_written_again_must_match_its_record_and_a_mismatch_names_the_files
     assert str(raised.value) == (
         f"The data written in {data_dir} differs from the data its results were trained on "
         f"({os.path.join(data_dir, DATA_RECORD_NAME)}): text/train.txt; give another --output_dir, or write the "
-        f"same data: on Python {record['python']}; with the packages numpy {record['packages']['numpy']} (here "
-        "9.9.9); without extra-package.")
+        f"same data (delete everything in {data_dir} but data_record.json, then rerun): on Python "
+        f"{record['python']}; with the packages numpy {record['packages']['numpy']} (here 9.9.9); without "
+        "extra-package.")
+    # The built-in corpus is the checkout's docstrings too: another checkout writes other text.
+    with pytest.raises(ValueError, match=r"then rerun\): on Python [0-9.]+; from a checkout of the commit that "
+                                         r"started the run \(the built-in corpus holds the checkout's docstrings; "
+                                         r"each arm_result.json names the commit under trained_by\)\.$"):
+        check_data_record(data_dir, data_record(data_dir, [train, vocab], include_site_packages=True),
+                          built_in_corpus=True)
 
 
 def test_more_arms_train_only_by_the_step_code_that_trained_the_kept_ones():
