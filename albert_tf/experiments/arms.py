@@ -12,6 +12,8 @@ Example:
 >>> reused_trainings({"dropout/dropout0/seed0": {"trained_as": "sharing/all/seed0"},
 ...                   "dropout/dropout0.1/seed0": {"trained_as": "dropout/dropout0.1/seed0"}})
 {'dropout/dropout0': 'sharing/all'}
+>>> list(own_trainings({"dropout/dropout0/seed0": {"trained_as": "sharing/all/seed0"}, "sharing/all/seed0": {}}))
+['sharing/all/seed0']
 """
 
 import dataclasses
@@ -82,3 +84,9 @@ def reused_trainings(results: Mapping[str, Mapping[str, object]]) -> Dict[str, s
         if result["trained_as"] != key:
             reused[key.rsplit("/", 1)[0]] = result["trained_as"].rsplit("/", 1)[0]
     return reused
+
+
+def own_trainings(results: Mapping[str, Mapping[str, object]]) -> Dict[str, Mapping[str, object]]:
+    """The results of `results` whose training is their own (no `trained_as`, or their own key), in key order:
+    each training once, however many arms read it."""
+    return {key: result for key, result in sorted(results.items()) if result.get("trained_as", key) == key}

@@ -20,11 +20,13 @@ import matplotlib.colors
 import matplotlib.ticker
 import numpy as np
 
+from albert_tf.experiments.arms import own_trainings
 from albert_tf.experiments.atomic_json import write_json
 from albert_tf.experiments.learning_curves import experiment_curves, plot_learning_curves
 from albert_tf.experiments.plotting import PANEL_TITLE_FONT_SIZE, panels
 from albert_tf.experiments.training_costs import training_costs_text
-from albert_tf.experiments.verdicts import MIN_SEEDS, NON_INFERIORITY_TEST, POWER, SIGNIFICANCE
+from albert_tf.experiments.verdicts import (MIN_SEEDS, NON_INFERIORITY_TEST, POWER, SIGNIFICANCE,
+                                            downstream_accuracies)
 
 REPORT_NAME = "REPORT.md"
 RESULTS_NAME = "results.json"
@@ -176,8 +178,8 @@ def dev_sets_text(dev_sizes: Mapping[str, int], results: Mapping[str, Mapping[st
     parts = []
     for key, size in sorted(dev_sizes.items()):
         task = key.split("/", 1)[1]
-        accuracies = [float(result["downstream"][task]["accuracy"]) for name, result in results.items()
-                      if result.get("trained_as", name) == name and task in result.get("downstream", {})]
+        accuracies = downstream_accuracies([result for result in own_trainings(results).values()
+                                            if task in result.get("downstream", {})], task)
         if accuracies and size > 0:
             mean = sum(accuracies) / len(accuracies)
             parts.append(f"{task}, {size:,} examples (at the mean accuracy {mean:.3f}, binomial sd "

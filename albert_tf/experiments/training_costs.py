@@ -13,6 +13,8 @@ Example:
 
 from typing import List, Mapping
 
+from albert_tf.experiments.arms import own_trainings
+
 COLUMNS = ("training", "seed", "CPU", "compile path", "sittings", "steps recorded", "steps/s", "training (h:mm)",
            "evaluation and fine-tuning (min)", "other processes' share of the CPU")
 
@@ -23,23 +25,16 @@ def _hours_and_minutes(seconds: float) -> str:
 
 
 def _cpus(sittings: List[Mapping[str, object]]) -> str:
-    names = []
-    for sitting in sittings:
-        machine = sitting["machine"]
-        name = machine["cpu_model"] + (" (bfloat16 units)" if machine.get("cpu_bfloat16_units") else "")
-        if name not in names:
-            names.append(name)
-    return "; ".join(names)
+    """Each sitting's CPU model, with its bfloat16 units where it has them, each once."""
+    return "; ".join(dict.fromkeys(
+        sitting["machine"]["cpu_model"] + (" (bfloat16 units)" if sitting["machine"].get("cpu_bfloat16_units") else "")
+        for sitting in sittings))
 
 
 def _compile_paths(sittings: List[Mapping[str, object]]) -> str:
     """Each sitting's compile path without the reason its rule gives, each once."""
-    paths = []
-    for sitting in sittings:
-        path = (sitting.get("compile_path") or "not recorded").split(" (")[0]
-        if path not in paths:
-            paths.append(path)
-    return "; ".join(paths)
+    return "; ".join(dict.fromkeys((sitting.get("compile_path") or "not recorded").split(" (")[0]
+                                   for sitting in sittings))
 
 
 def _other_processes_share(sittings: List[Mapping[str, object]]) -> str:
@@ -71,7 +66,7 @@ def training_costs_text(results: Mapping[str, Mapping[str, object]]) -> str:
     recorded (a sitting cut off before records were kept leaves its steps out), their steps/s and wall time, the
     evaluation and fine-tuning after it, and the share of the machine's CPU that other processes took meanwhile.
     Then one sentence for the trainings from before the records held sittings, with the CPUs they name."""
-    trainings = {key: result for key, result in sorted(results.items()) if result.get("trained_as", key) == key}
+    trainings = own_trainings(results)
     recorded = {key: result for key, result in trainings.items() if (result.get("record") or {}).get("sittings")}
     parts = []
     if recorded:
