@@ -454,9 +454,10 @@ def test_the_report_process_imports_no_tensorflow_and_finds_scipy_beside_site_pa
 
 
 @pytest.mark.slow
-def test_the_committed_small_run_report_is_what_its_kept_records_give(tmp_path):
-    committed = os.path.join(REPO_ROOT, "paper_runs", "small")
-    copy = str(tmp_path / "small")
+@pytest.mark.parametrize("budget", ["small", "medium"])
+def test_a_committed_run_report_is_what_its_kept_records_give(tmp_path, budget):
+    committed = os.path.join(REPO_ROOT, "paper_runs", budget)
+    copy = str(tmp_path / budget)
     shutil.copytree(committed, copy, ignore=shutil.ignore_patterns("*.png", "data"))
     write_report_from_records(copy)
     for name in ("REPORT.md", "results.json"):
