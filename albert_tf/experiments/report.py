@@ -25,7 +25,7 @@ from albert_tf.experiments.atomic_json import write_json
 from albert_tf.experiments.learning_curves import experiment_curves, plot_learning_curves
 from albert_tf.experiments.plotting import PANEL_TITLE_FONT_SIZE, panels
 from albert_tf.experiments.training_costs import training_costs_text
-from albert_tf.experiments.verdicts import (MIN_SEEDS, NON_INFERIORITY_TEST, POWER, SIGNIFICANCE,
+from albert_tf.experiments.verdicts import (MIN_SEEDS, NON_INFERIORITY_TEST, POWER, SIGNIFICANCE, p_text,
                                             downstream_accuracies)
 
 REPORT_NAME = "REPORT.md"
@@ -52,19 +52,13 @@ def adjust_for_the_family(sections: Sequence[Mapping[str, object]]) -> int:
     return len(family)
 
 
-def _p_text(p_value: Optional[float]) -> str:
-    if p_value is None:
-        return "-"
-    return "<0.0001" if p_value < 0.0001 else f"{p_value:.4f}"
-
-
 def _cells(test: Mapping[str, object]) -> List[str]:
     """A test's difference, seed spread, confidence interval, p-value, Holm-adjusted p-value and detectable
     difference as the verdict table shows them ("-" where it has none)."""
     if "ratio" in test:  # two models' timed repeats: a ratio of rates
         low, high = test["ratio_interval"]
-        return [f"{test['ratio']:.2f}x", "-", f"{low:.2f}x to {high:.2f}x", _p_text(test["p_value"]),
-                _p_text(test.get("holm_p_value")), f"{test['detectable_ratio']:.2f}x either way"]
+        return [f"{test['ratio']:.2f}x", "-", f"{low:.2f}x to {high:.2f}x", p_text(test["p_value"]),
+                p_text(test.get("holm_p_value")), f"{test['detectable_ratio']:.2f}x either way"]
     if "p_value" not in test:
         return [f"{test['difference']:+.4f}" if "difference" in test else "-"] + ["-"] * 5
     low, high = test["confidence_interval"]
@@ -74,8 +68,8 @@ def _cells(test: Mapping[str, object]) -> List[str]:
         detectable = f"{test['detectable_margin']:.4f} (margin)"
     else:
         detectable = f"{test['detectable_difference']:.4f}"
-    return [f"{test['difference']:+.4f}", f"{test['spread']:.4f}", interval, _p_text(test["p_value"]),
-            _p_text(test.get("holm_p_value")), detectable]
+    return [f"{test['difference']:+.4f}", f"{test['spread']:.4f}", interval, p_text(test["p_value"]),
+            p_text(test.get("holm_p_value")), detectable]
 
 
 def _claim_cells(claim: Mapping[str, object]) -> List[str]:
@@ -114,18 +108,18 @@ def _numbers_text(test: Mapping[str, object]) -> str:
     """A test's numbers in a sentence, for the claim's line under its experiment."""
     if "ratio" in test:
         low, high = test["ratio_interval"]
-        return (f"ratio {test['ratio']:.2f}x, 95% CI {low:.2f}x to {high:.2f}x, p {_p_text(test['p_value'])}, "
-                f"Holm-adjusted p {_p_text(test.get('holm_p_value'))}")
+        return (f"ratio {test['ratio']:.2f}x, 95% CI {low:.2f}x to {high:.2f}x, p {p_text(test['p_value'])}, "
+                f"Holm-adjusted p {p_text(test.get('holm_p_value'))}")
     if "p_value" not in test:
         return f"difference {test['difference']:+.4f}, {test['seeds']} seed(s)" if "difference" in test else ""
     low, high = test["confidence_interval"]
     text = f"difference {test['difference']:+.4f}, "
     if test.get("test") == NON_INFERIORITY_TEST:
         text += (f"one-sided 95% bounds {low:+.4f} and {high:+.4f} against the margin -{test['margin']:g}, "
-                 f"p {_p_text(test['p_value'])}")
+                 f"p {p_text(test['p_value'])}")
     else:
-        text += f"95% CI {low:+.4f} to {high:+.4f}, p {_p_text(test['p_value'])}"
-    text += f", Holm-adjusted p {_p_text(test.get('holm_p_value'))}, {test['seeds']} seeds"
+        text += f"95% CI {low:+.4f} to {high:+.4f}, p {p_text(test['p_value'])}"
+    text += f", Holm-adjusted p {p_text(test.get('holm_p_value'))}, {test['seeds']} seeds"
     if test["verdict"] == "inside the noise":
         text += (f"; at this spread {test['seeds']} seeds show a margin of {test['detectable_margin']:.4f} at 80% "
                  "power" if test.get("test") == NON_INFERIORITY_TEST else

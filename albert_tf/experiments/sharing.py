@@ -28,8 +28,8 @@ from albert_tf.experiments.arms import Arm, seed_results, seed_values
 from albert_tf.experiments.verdicts import (ClaimRules, difference_series, downstream_accuracies,
                                             downstream_baselines_text, downstream_columns, downstream_summary,
                                             judge_non_inferiority_unless_failed, judge_ordering, judge_unless_failed,
-                                            mean_and_spread, mean_text, run_status_text, scored_downstream_tasks,
-                                            summary_text)
+                                            mean_and_spread, mean_text, paired_comparisons_text, run_status_text,
+                                            scored_downstream_tasks, summary_text)
 
 NAME = "sharing"
 SHARE_TYPES = ("none", "attention", "ffn", "all")
@@ -136,6 +136,17 @@ def _difference_figure(results, arms: Sequence[str], labels: Sequence[str],
             "panels": panels}
 
 
+def _against_not_shared_text(results, arms: Sequence[str], labels: Sequence[str],
+                             metrics: Sequence[Tuple[str, Metric]]) -> str:
+    """The difference figure's bars as numbers: each arm minus the not-shared arm, seed by seed, per metric. These
+    are not the claims named before the run, so they have no verdict and no place in the Holm family."""
+    by_metric = "; ".join(f"{name}: " + paired_comparisons_text(
+        {label: seed_values(results, NAME, arm, metric) for arm, label in zip(arms, labels)},
+        seed_values(results, NAME, "none", metric)) for name, metric in metrics)
+    return ("**Each arm minus not shared**, the figure's bars as accuracy (two-sided paired t-tests; not claims named "
+            f"before the run, so no verdicts and outside the Holm family): {by_metric}.")
+
+
 def sharing_section(results: Mapping[str, Mapping[str, object]], baselines: Mapping[str, float],
                     rules: ClaimRules = ClaimRules()) -> Dict[str, object]:
     """The tables, the claims' verdicts and the numbers they used, from {arm key: result} and the baselines; the
@@ -217,18 +228,20 @@ def sharing_section(results: Mapping[str, Mapping[str, object]], baselines: Mapp
             "the finished arms above rather than training them twice.", "",
             f"| M (layers per group) | num_hidden_groups | arm | our params | our held-out MLM acc | our held-out SOP "
             f"acc |{columns} run |", "|---|---|---|---|---|---|" + downstream_header + "---|", *group_rows]
-    table = "\n".join(lines)
-    if downstream_tasks:
-        table += "\n\n" + downstream_baselines_text(downstream_tasks, baselines, rules.downstream_score)
-    for arm in numbers.values():
-        del arm["cells"]
     compared = [arm for arm in [*SHARE_TYPES[1:], *(grouped_arms[1:-1] if grouped else [])] if arm in present]
     # A grouped arm is named group<M> (grouped_arm_name).
     labels = [{"ffn": "FFN"}.get(arm, arm) if arm in SHARE_TYPES else f"M={arm[len('group'):]}" for arm in compared]
     panel_metrics = [("held-out MLM accuracy", _eval_metric("masked_lm_accuracy"))] + (
         [(f"{rules.downstream_score} dev accuracy", _downstream_metric(rules.downstream_score))]
         if downstream_tasks else [])
-    figures = ([_difference_figure(results, compared, labels, panel_metrics)] if "none" in present and compared
-               else [])
+    against_not_shared = "none" in present and compared
+    table = "\n".join(lines)
+    if downstream_tasks:
+        table += "\n\n" + downstream_baselines_text(downstream_tasks, baselines, rules.downstream_score)
+    if against_not_shared:
+        table += "\n\n" + _against_not_shared_text(results, compared, labels, panel_metrics)
+    for arm in numbers.values():
+        del arm["cells"]
+    figures = [_difference_figure(results, compared, labels, panel_metrics)] if against_not_shared else []
     return {"name": NAME, "title": "Cross-layer sharing (paper Table 4)", "table": table,
             "arms": numbers, "claims": claims, "figures": figures}

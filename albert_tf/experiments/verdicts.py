@@ -150,6 +150,13 @@ def downstream_baselines_text(tasks: Sequence[str], baselines: Mapping[str, floa
         "judged.")
 
 
+def p_text(p_value: Optional[float]) -> str:
+    """A p-value as the report prints it: four decimals, "<0.0001" below that, "-" for none."""
+    if p_value is None:
+        return "-"
+    return "<0.0001" if p_value < 0.0001 else f"{p_value:.4f}"
+
+
 def _cannot_be_judged(seeds: int) -> str:
     return f"cannot be judged ({seeds} seed{'' if seeds == 1 else 's'}, {MIN_SEEDS} needed)"
 
@@ -256,6 +263,29 @@ def paired_interval(first: Mapping[int, float], second: Mapping[int, float],
         return (differences[0],) * 3 if differences else None
     test = paired_test(differences, SIGNIFICANCE, POWER)
     return (test["difference"], *test["confidence_interval"])
+
+
+def paired_comparisons_text(by_label: Mapping[str, Mapping[int, float]], reference: Mapping[int, float]) -> str:
+    """Each series of `by_label` ({label: {seed: value}}) minus `reference`, seed by seed, by the verdicts'
+    two-sided paired t-test: the mean difference, its 95% confidence interval and p-value, or that too few seeds
+    are shared. For comparisons that are not claims: no verdict, and no place in the Holm family.
+
+    Example:
+    >>> paired_comparisons_text({"b": {0: 0.52, 1: 0.55, 2: 0.53}, "c": {0: 0.5}}, {0: 0.50, 1: 0.51, 2: 0.50})
+    'b +0.0300 (95% CI +0.0052 to +0.0548, p 0.0351, 3 seeds), c: fewer than 3 seeds'
+    """
+    from albert_tf.experiments.significance import paired_differences, paired_test
+    parts = []
+    for label, values in by_label.items():
+        differences = list(paired_differences(values, reference).values())
+        if len(differences) < MIN_SEEDS:
+            parts.append(f"{label}: fewer than {MIN_SEEDS} seeds")
+            continue
+        test = paired_test(differences, SIGNIFICANCE, POWER)
+        low, high = test["confidence_interval"]
+        parts.append(f"{label} {test['difference']:+.4f} (95% CI {low:+.4f} to {high:+.4f}, "
+                     f"p {p_text(test['p_value'])}, {test['seeds']} seeds)")
+    return ", ".join(parts)
 
 
 def difference_series(label: str, by_arm: Mapping[object, Mapping[int, float]], reference: Mapping[int, float],

@@ -154,6 +154,26 @@ def test_sharing_without_grouped_arms_or_with_some_arms_only_judges_what_it_has(
     assert [panel["categories"] for panel in gate["figures"][0]["panels"]] == [["all"], ["all"]]
 
 
+def test_sharing_gives_each_arm_minus_not_shared_as_paired_tests_outside_the_verdicts():
+    mlm = {"none": [0.30, 0.32, 0.31, 0.29], "attention": [0.29, 0.33, 0.30, 0.27], "ffn": [0.32, 0.335, 0.33, 0.30],
+           "all": [0.25, 0.27]}
+    section = sharing.sharing_section(_results(mlm), BASELINES, MARGINS)
+    ffn_minus_none = [0.02, 0.015, 0.02, 0.01]
+    test = scipy.stats.ttest_1samp(ffn_minus_none, 0.0)
+    interval = test.confidence_interval(0.95)
+    expected = (f"FFN {np.mean(ffn_minus_none):+.4f} (95% CI {interval.low:+.4f} to {interval.high:+.4f}, "
+                f"p {test.pvalue:.4f}, 4 seeds)")
+    paragraph = next(line for line in section["table"].splitlines() if line.startswith("**Each arm minus not shared**"))
+    assert "held-out MLM accuracy: attention -0.0075 (95% CI " in paragraph
+    assert expected in paragraph and "all: fewer than 3 seeds." in paragraph
+    assert "outside the Holm family" in paragraph
+    # They are no claims: the verdict table and the Holm family are the named claims alone.
+    assert set(section["claims"]) == {"attention_sharing_is_free", "ffn_sharing_costs_most",
+                                      "smaller_groups_are_better"}
+    gate = sharing.sharing_section(_results({"all": mlm["all"], "attention": mlm["attention"]}), BASELINES, MARGINS)
+    assert "Each arm minus not shared" not in gate["table"]
+
+
 def test_sharing_claims_use_mlm_seed_differences_and_skip_failed_arms():
     section = sharing.sharing_section(_results({"none": [0.20, 0.21, 0.22], "attention": [0.20, 0.21, 0.22],
                                                 "ffn": [0.10, 0.11, 0.12], "all": [0.04, 0.05, 0.05]}), BASELINES,
