@@ -115,19 +115,22 @@ def _margin_text(margin) -> str:
     return f"above -{margin:g}, the budget's margin" if margin is not None else "with no margin named"
 
 
-def _difference_figure(results, arms: Sequence[str], labels: Sequence[str],
-                       metrics: Sequence[Tuple[str, Metric]]) -> Dict[str, object]:
+def _seed_values_by_metric(results, arms: Sequence[str], metrics: Sequence[Tuple[str, Metric]]):
+    """Per (name, metric) of `metrics`: its name, {arm: {seed: value}} for `arms`, and the not-shared arm's
+    {seed: value}, which the difference figure and its numbers both compare."""
+    return [(name, {arm: seed_values(results, NAME, arm, metric) for arm in arms},
+             seed_values(results, NAME, "none", metric)) for name, metric in metrics]
+
+
+def _difference_figure(arms: Sequence[str], labels: Sequence[str], by_metric) -> Dict[str, object]:
     """Each arm minus the not-shared arm, seed by seed (mean and paired 95% confidence interval, in accuracy
-    points), one panel per (label, metric) of `metrics`, beside the paper's downstream average minus its
-    not-shared model's."""
-    reference = "none"
-    panels = [{"kind": "bars", "title": f"ours: {label}", "xlabel": "arm", "categories": list(labels),
+    points), one panel per metric of `by_metric` (_seed_values_by_metric), beside the paper's downstream average
+    minus its not-shared model's."""
+    panels = [{"kind": "bars", "title": f"ours: {name}", "xlabel": "arm", "categories": list(labels),
                "ylabel": "minus not shared (accuracy points)", "reference_line": 0.0,
-               "series": [difference_series("ours (mean, paired 95% CI)", {
-                   arm: seed_values(results, NAME, arm, metric) for arm in arms},
-                   seed_values(results, NAME, reference, metric))]}
-              for label, metric in metrics]
-    paper = [round(PAPER[arm][1] - PAPER[reference][1], 1) if arm in PAPER else None for arm in arms]
+               "series": [difference_series("ours (mean, paired 95% CI)", by_arm, reference)]}
+              for name, by_arm, reference in by_metric]
+    paper = [round(PAPER[arm][1] - PAPER["none"][1], 1) if arm in PAPER else None for arm in arms]
     panels.append({"kind": "bars", "title": "paper: downstream average (Table 4)", "xlabel": "arm",
                    "categories": list(labels), "ylabel": "minus not shared (points)", "reference_line": 0.0,
                    "series": [{"label": "paper (ALBERT-base, E=128)", "values": paper, "errors": None,
@@ -136,15 +139,14 @@ def _difference_figure(results, arms: Sequence[str], labels: Sequence[str],
             "panels": panels}
 
 
-def _against_not_shared_text(results, arms: Sequence[str], labels: Sequence[str],
-                             metrics: Sequence[Tuple[str, Metric]]) -> str:
-    """The difference figure's bars as numbers: each arm minus the not-shared arm, seed by seed, per metric. These
-    are not the claims named before the run, so they have no verdict and no place in the Holm family."""
-    by_metric = "; ".join(f"{name}: " + paired_comparisons_text(
-        {label: seed_values(results, NAME, arm, metric) for arm, label in zip(arms, labels)},
-        seed_values(results, NAME, "none", metric)) for name, metric in metrics)
+def _against_not_shared_text(arms: Sequence[str], labels: Sequence[str], by_metric) -> str:
+    """The difference figure's bars as numbers: each arm minus the not-shared arm, seed by seed, per metric of
+    `by_metric` (_seed_values_by_metric). These are not the claims named before the run, so they have no verdict
+    and no place in the Holm family."""
+    comparisons = "; ".join(f"{name}: " + paired_comparisons_text(
+        {label: by_arm[arm] for arm, label in zip(arms, labels)}, reference) for name, by_arm, reference in by_metric)
     return ("**Each arm minus not shared**, the figure's bars as accuracy (two-sided paired t-tests; not claims named "
-            f"before the run, so no verdicts and outside the Holm family): {by_metric}.")
+            f"before the run, so no verdicts and outside the Holm family): {comparisons}.")
 
 
 def sharing_section(results: Mapping[str, Mapping[str, object]], baselines: Mapping[str, float],
@@ -234,14 +236,14 @@ def sharing_section(results: Mapping[str, Mapping[str, object]], baselines: Mapp
     panel_metrics = [("held-out MLM accuracy", _eval_metric("masked_lm_accuracy"))] + (
         [(f"{rules.downstream_score} dev accuracy", _downstream_metric(rules.downstream_score))]
         if downstream_tasks else [])
-    against_not_shared = "none" in present and compared
+    by_metric = _seed_values_by_metric(results, compared, panel_metrics) if "none" in present and compared else []
     table = "\n".join(lines)
     if downstream_tasks:
         table += "\n\n" + downstream_baselines_text(downstream_tasks, baselines, rules.downstream_score)
-    if against_not_shared:
-        table += "\n\n" + _against_not_shared_text(results, compared, labels, panel_metrics)
+    if by_metric:
+        table += "\n\n" + _against_not_shared_text(compared, labels, by_metric)
     for arm in numbers.values():
         del arm["cells"]
-    figures = [_difference_figure(results, compared, labels, panel_metrics)] if against_not_shared else []
+    figures = [_difference_figure(compared, labels, by_metric)] if by_metric else []
     return {"name": NAME, "title": "Cross-layer sharing (paper Table 4)", "table": table,
             "arms": numbers, "claims": claims, "figures": figures}
